@@ -1,0 +1,184 @@
+"""Exact token accounting (SPEC §3): tiktoken encodings that work offline, chat overhead.
+
+The cl100k_base and o200k_base rank files ship in ``memdiag/data/tiktoken`` and are loaded
+through tiktoken with the hash tiktoken itself pins, so counts are exact with no network.
+tiktoken's own cache (``TIKTOKEN_CACHE_DIR``) is tried first, as tiktoken documents it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from memdiag.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+    from memdiag.transcript.model import Message
+
+DEFAULT_ENCODING = "o200k_base"
+BUNDLED = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+
+# context sizes of common models (tokens); used when --budget is not given
+CONTEXT_SIZES = {
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "gpt-5": 400_000,
+}
+DEFAULT_CONTEXT = 128_000
+
+
+@dataclass(frozen=True)
+class ChatOverhead:
+    """OpenAI chat format overhead; other providers differ, so every number is configurable."""
+
+    per_message: int = 3
+    per_name: int = 1
+    reply_priming: int = 3
+
+
+def context_size(model: str | None) -> int:
+    if not model:
+        return DEFAULT_CONTEXT
+    for name in sorted(CONTEXT_SIZES, key=len, reverse=True):
+        if model == name or model.startswith(name + "-"):
+            return CONTEXT_SIZES[name]
+    return DEFAULT_CONTEXT
+
+
+def encoding_name_for(model: str | None, encoding: str | None) -> str:
+    """--encoding wins; else tiktoken's model map; else o200k_base."""
+    if encoding:
+        return encoding
+    if model:
+        import tiktoken.model
+
+        try:
+            return tiktoken.model.encoding_name_for_model(model)
+        except KeyError:
+            raise UsageError(
+                f"unknown model {model!r} for tiktoken; pass --encoding o200k_base or cl100k_base"
+            ) from None
+    return DEFAULT_ENCODING
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken encoding ``name``, from tiktoken's cache or the bundled rank files."""
+    import tiktoken
+    import tiktoken.registry
+
+    if name not in BUNDLED:
+        try:
+            return tiktoken.get_encoding(name)
+        except ValueError:
+            raise UsageError(
+                f"unknown encoding {name!r}; choose one of: {', '.join(sorted(BUNDLED))}"
+            ) from None
+        except Exception as exc:
+            raise InputError(f"cannot load encoding {name!r}: {exc}") from None
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if cache:
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception:
+            pass  # fall back to the bundled ranks below
+    from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext import openai_public
+
+    spec = getattr(openai_public, name)
+    ranks_path = resources.files("memdiag") / "data" / "tiktoken" / f"{name}.tiktoken"
+    with resources.as_file(ranks_path) as path:
+        ranks = load_tiktoken_bpe(str(path), expected_hash=BUNDLED[name])
+    # the constructor in tiktoken_ext would download; build the same Encoding from its parts
+    template = _spec_without_ranks(spec)
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=template["pat_str"],
+        mergeable_ranks=ranks,
+        special_tokens=template["special_tokens"],
+    )
+
+
+def _spec_without_ranks(spec_fn: object) -> dict[str, object]:
+    """Call tiktoken_ext's constructor with rank loading stubbed, to reuse its regex and specials."""
+    from tiktoken_ext import openai_public
+
+    real = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *a, **k: {}  # type: ignore[assignment]
+    try:
+        return spec_fn()  # type: ignore[operator, no-any-return]
+    finally:
+        openai_public.load_tiktoken_bpe = real
+
+
+class TokenCounter:
+    """Counts tokens of texts and messages with one encoding and one chat overhead."""
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING, overhead: ChatOverhead | None = None):
+        self.encoding_name = encoding
+        self.encoding = get_encoding(encoding)
+        self.overhead = overhead or ChatOverhead()
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        encoded = self.encoding.encode_ordinary_batch(texts, num_threads=max(1, os.cpu_count() or 1))
+        return [len(e) for e in encoded]
+
+    def message_cost(self, role: str, content: str, name: str | None = None) -> int:
+        """Tokens one message takes in the window (OpenAI chat format)."""
+        cost = self.overhead.per_message + self.count(role) + self.count(content)
+        if name:
+            cost += self.overhead.per_name + self.count(name)
+        return cost
+
+    def section_cost(self, text: str) -> int:
+        """A pinned section (scratchpad, summary, memories) rendered as one system message."""
+        return self.message_cost("system", text) if text else 0
+
+    def message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
+        """Cost of every message, each encoded exactly once (batched)."""
+        from memdiag.transcript.blocks import tool_call_text
+
+        texts = [_message_text(m, tool_call_text) for m in messages]
+        content = self.count_many(texts)
+        roles = {r: self.count(r) for r in ("system", "user", "assistant", "tool")}
+        costs = []
+        for m, n in zip(messages, content):
+            cost = self.overhead.per_message + roles.get(m.role, 0) + n
+            if m.name:
+                cost += self.overhead.per_name + self.count(m.name)
+            costs.append(cost)
+        return costs
+
+
+def _message_text(m: Message, tool_call_text: object) -> str:
+    text = m.content
+    if m.tool_calls:
+        calls = tool_call_text(m.tool_calls)  # type: ignore[operator]
+        text = f"{text}\n{calls}" if text else calls
+    return text
+
+
+def dumps_compact(obj: object) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

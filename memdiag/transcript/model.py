@@ -1,0 +1,255 @@
+"""The transcript data model (SPEC §1–§2): messages, sessions, turns, recorded summaries.
+
+Every input format is parsed into a list of :class:`RawMessage` / :class:`RawSummary` /
+:class:`RawSession` records (one per source line or element), and :func:`build` turns that
+stream into an immutable :class:`Transcript` with ids, sessions and turn numbers assigned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of the transcript, with its place in sessions and turns."""
+
+    index: int  # position in Transcript.messages
+    id: str  # given id, or m<index+1>
+    role: str  # system | user | assistant | tool
+    content: str  # the text that is sent to the model (text blocks joined)
+    session: str
+    turn: int  # global turn this message belongs to (0: before the first user message)
+    session_turn: int  # turn number inside its session (0: before its first user message)
+    line: int = 0  # source line (1-based) or element number, for error messages
+    ts: str | None = None
+    name: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    forgot: str | None = None  # SPEC §2: an observed failure on an assistant message
+    metadata: dict[str, Any] = field(default_factory=dict)  # non-text blocks, extra fields
+
+    @property
+    def tool_call_ids(self) -> tuple[str, ...]:
+        return tuple(str(c.get("id")) for c in self.tool_calls if c.get("id") is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryEvent:
+    """A summary the agent really produced (`{"type": "summary"}`)."""
+
+    content: str
+    after_index: int  # index of the last message before the event (-1: before any)
+    replaces_through: int  # index of the last message it covers
+    session: str
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One user message and what answers it."""
+
+    number: int  # 1.. across the transcript
+    session: str
+    session_turn: int  # 1.. inside its session
+    user_index: int  # index of the user message
+    end: int  # one past the last message index of this turn
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    path: str
+    format: str
+    messages: tuple[Message, ...]
+    turns: tuple[Turn, ...]
+    sessions: tuple[str, ...]  # in order of first appearance
+    summaries: tuple[SummaryEvent, ...] = ()
+    session_ts: dict[str, str] = field(default_factory=dict)
+    skipped: int = 0  # lines skipped with --skip-invalid
+    warnings: tuple[str, ...] = ()
+
+    def message(self, message_id: str) -> Message:
+        for m in self.messages:
+            if m.id == message_id:
+                return m
+        raise KeyError(message_id)
+
+    def turn(self, number: int) -> Turn:
+        if not 1 <= number <= len(self.turns):
+            raise IndexError(number)
+        return self.turns[number - 1]
+
+    def session_start_turn(self, session: str) -> int | None:
+        for t in self.turns:
+            if t.session == session:
+                return t.number
+        return None
+
+
+# --- the raw stream that format readers produce -------------------------------------------
+
+
+@dataclass(slots=True)
+class RawMessage:
+    role: str
+    content: str
+    line: int = 0
+    id: str | None = None
+    session: str | None = None
+    ts: str | None = None
+    name: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    forgot: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RawSession:
+    id: str
+    line: int = 0
+    ts: str | None = None
+
+
+@dataclass(slots=True)
+class RawSummary:
+    content: str
+    replaces_through: str | None = None  # message id; None: everything before the event
+    line: int = 0
+
+
+RawItem = RawMessage | RawSession | RawSummary
+
+DEFAULT_SESSION = "s1"
+
+
+def build(
+    items: Iterable[RawItem],
+    *,
+    path: str,
+    format: str,
+    skipped: int = 0,
+    warnings: Sequence[str] = (),
+) -> Transcript:
+    """Assign ids, sessions and turns to a raw stream. Raises InputError on dangling references."""
+    from memdiag.errors import InputError
+
+    messages: list[Message] = []
+    turns: list[Turn] = []
+    sessions: list[str] = []
+    session_ts: dict[str, str] = {}
+    pending_summaries: list[RawSummary] = []
+    summary_after: list[int] = []
+    seen_ids: set[str] = set()
+    session: str | None = None
+    turn = 0
+    session_turn = 0
+    warn = list(warnings)
+
+    def enter_session(sid: str, ts: str | None) -> None:
+        nonlocal session, session_turn
+        if sid != session:
+            if sid in sessions:
+                warn.append(f"session {sid!r} resumes after another session; counted as one")
+            else:
+                sessions.append(sid)
+                session_turn = 0
+            session = sid
+        if ts and sid not in session_ts:
+            session_ts[sid] = ts
+
+    for item in items:
+        if isinstance(item, RawSession):
+            enter_session(item.id, item.ts)
+            continue
+        if isinstance(item, RawSummary):
+            pending_summaries.append(item)
+            summary_after.append(len(messages) - 1)
+            continue
+        if item.session is not None:
+            enter_session(str(item.session), item.ts)
+        elif session is None:
+            enter_session(DEFAULT_SESSION, item.ts)
+        assert session is not None
+        index = len(messages)
+        mid = item.id if item.id is not None else f"m{index + 1}"
+        if mid in seen_ids:
+            raise InputError(f"duplicate message id {mid!r}", path=path, line=item.line)
+        seen_ids.add(mid)
+        if item.role == "user":
+            if turns:
+                turns[-1] = _close(turns[-1], index)
+            turn += 1
+            session_turn += 1
+            turns.append(Turn(turn, session, session_turn, index, index + 1))
+        messages.append(
+            Message(
+                index=index,
+                id=mid,
+                role=item.role,
+                content=item.content,
+                session=session,
+                turn=turn if turns and turns[-1].session == session else 0,
+                session_turn=session_turn if turns and turns[-1].session == session else 0,
+                line=item.line,
+                ts=item.ts,
+                name=item.name,
+                tool_calls=item.tool_calls,
+                tool_call_id=item.tool_call_id,
+                forgot=item.forgot,
+                metadata=item.metadata,
+            )
+        )
+    if turns:
+        turns[-1] = _close(turns[-1], len(messages))
+    # a turn ends where the next one starts or its session ends
+    turns = [_clip_to_session(t, messages) for t in turns]
+
+    by_id = {m.id: m.index for m in messages}
+    summaries = []
+    for raw, after in zip(pending_summaries, summary_after):
+        if raw.replaces_through is None:
+            through = after
+        elif raw.replaces_through in by_id:
+            through = by_id[raw.replaces_through]
+        else:
+            raise InputError(
+                f"field 'replaces_through': no message with id {raw.replaces_through!r}",
+                path=path,
+                line=raw.line,
+            )
+        if through > after:
+            raise InputError(
+                f"field 'replaces_through': {raw.replaces_through!r} comes after the summary",
+                path=path,
+                line=raw.line,
+            )
+        owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
+        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line))
+
+    return Transcript(
+        path=path,
+        format=format,
+        messages=tuple(messages),
+        turns=tuple(turns),
+        sessions=tuple(sessions),
+        summaries=tuple(summaries),
+        session_ts=session_ts,
+        skipped=skipped,
+        warnings=tuple(warn),
+    )
+
+
+def _close(t: Turn, end: int) -> Turn:
+    return Turn(t.number, t.session, t.session_turn, t.user_index, end)
+
+
+def _clip_to_session(t: Turn, messages: list[Message]) -> Turn:
+    end = t.user_index + 1
+    while end < t.end and messages[end].session == t.session:
+        end += 1
+    return _close(t, end)
