@@ -1,3 +1,302 @@
-"""placeholder"""
+"""The Typer app: parse flags, call one core function, render, map errors to exit codes.
+
+Exit codes (SPEC §5): 0 ok; 1 a check failed / a failure found with --fail-on; 2 bad input or
+usage; 3 internal error (one line plus where the traceback was written; --debug shows it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from memdiag import __version__
+from memdiag.errors import MemdiagError
+from memdiag.render import OutputFormat
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="memdiag",
+    help=(
+        "Find which memory layer of an LLM agent forgot, and why.\n\n"
+        "Replay transcripts through simulated context windows, diagnose 'the agent forgot X', "
+        "audit long-term stores, and run memory regression checks in CI."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
+
+# --- shared options, declared once ---------------------------------------------------------
+
+TranscriptArg = Annotated[
+    Path, typer.Argument(help="Transcript file: canonical JSONL or a supported format.")
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="YAML config (default: ./memdiag.yaml if present)."),
+]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Model name: picks the tiktoken encoding and the default context size."),
+]
+EncodingOpt = Annotated[
+    str | None, typer.Option(help="tiktoken encoding (overrides --model): o200k_base, cl100k_base.")
+]
+BudgetOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Most tokens the window may hold, all sections together "
+        "(default: context size minus reserve_output)."
+    ),
+]
+StrategyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--strategy", "-s", help="sliding_window, summary, scratchpad, or all (side by side)."
+    ),
+]
+MaxTurnsOpt = Annotated[
+    int | None, typer.Option(help="Sliding window: keep at most this many recent turns.")
+]
+FactOpt = Annotated[
+    list[str] | None,
+    typer.Option("--fact", help="A fact the agent should remember (repeatable)."),
+]
+FromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
+        "sharegpt, locomo, longmemeval.",
+    ),
+]
+SkipInvalidOpt = Annotated[
+    bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
+]
+SummarizerOpt = Annotated[
+    str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
+]
+
+
+# --- error boundary -------------------------------------------------------------------------
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[red bold]memdiag:[/] {escape(message)}"
+    )
+    raise typer.Exit(code)
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """Map expected failures to one line and an exit code; unexpected ones to exit 3."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except MemdiagError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+            raise typer.Exit(3) from None
+        fd, path = tempfile.mkstemp(prefix="memdiag-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w") as fp:
+            traceback.print_exc(file=fp)
+        _fail(f"internal error: {type(exc).__name__}: {exc} (traceback: {path}; --debug shows it)", 3)
+
+
+def stdout() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def stderr() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def emit_json(obj: Any) -> None:
+    from memdiag.render.jsonout import dumps
+
+    sys.stdout.write(dumps(obj) + "\n")
+
+
+@contextmanager
+def progress_bar(total: int, label: str, threshold: int = 2000) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr for long runs on a terminal; None otherwise."""
+    if total < threshold or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        step = max(1, total // 200)
+
+        def advance(done: int) -> None:
+            if done % step == 0 or done == total:
+                bar.update(task, completed=done)
+
+        yield advance
+
+
+def settings_from(config: Path | None, **flags: Any):  # type: ignore[no-untyped-def]
+    from memdiag.config import load_settings
+
+    return load_settings(config).with_overrides(**flags).validate()
+
+
+def load_transcript(path: Path, fmt: str | None, skip_invalid: bool):  # type: ignore[no-untyped-def]
+    from memdiag.transcript import load
+
+    transcript = load(path, fmt, skip_invalid=skip_invalid)
+    err = stderr()
+    for w in transcript.warnings[:20]:
+        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    if transcript.skipped:
+        err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
+    return transcript
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"memdiag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    _state["debug"] = debug or bool(os.environ.get("MEMDIAG_DEBUG"))
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
+        "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
+        "  memdiag replay chat.jsonl --format json > replay.json"
+    )
+)
+def replay(
+    transcript: TranscriptArg,
+    fact: FactOpt = None,
+    strategy: StrategyOpt = None,
+    budget: BudgetOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    model: ModelOpt = None,
+    encoding: EncodingOpt = None,
+    summarizer: SummarizerOpt = None,
+    show: Annotated[
+        str, typer.Option(help="Turns to list: changes (default), all, none.")
+    ] = "changes",
+    output: FormatOpt = OutputFormat.table,
+    config: ConfigOpt = None,
+    input_format: FromOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+) -> None:
+    """Replay every turn through a simulated context window and show what each strategy kept,
+    evicted, summarized or pinned, with exact token counts, and when each fact left the window."""
+    with errors():
+        from memdiag.errors import UsageError
+        from memdiag.replay import run
+
+        if show not in ("changes", "all", "none"):
+            raise UsageError(f"--show must be changes, all or none, not {show!r}")
+        settings = settings_from(
+            config,
+            strategy=strategy,
+            budget=budget,
+            model=model,
+            encoding=encoding,
+            **{"sliding_window.max_turns": max_turns, "summary.summarizer": summarizer},
+        )
+        t = load_transcript(transcript, input_format, skip_invalid)
+        n = len(t.turns) * (3 if settings.strategy == "all" else 1)
+        with progress_bar(n, "replaying") as advance:
+            report = run(t, settings, fact or (), progress=advance)
+        if output is OutputFormat.json:
+            from memdiag.render.jsonout import replay_json
+
+            emit_json(replay_json(t.path, report.encoding, report.budget, report.results))
+        elif output is OutputFormat.jsonl:
+            from memdiag.render.jsonout import replay_jsonl
+
+            for line in replay_jsonl(report.results):
+                sys.stdout.write(line + "\n")
+        else:
+            from memdiag.render.console import render_replay
+
+            render_replay(stdout(), report, show)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  memdiag convert locomo10.json -o conv.jsonl\n\n"
+        "  memdiag convert chats.json --from sharegpt > chats.jsonl"
+    )
+)
+def convert(
+    source: Annotated[Path, typer.Argument(help="Input file in any supported format.")],
+    out: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
+    ] = None,
+    input_format: FromOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+) -> None:
+    """Convert any supported transcript format to canonical JSONL."""
+    with errors():
+        from memdiag.transcript.writer import write_canonical
+
+        t = load_transcript(source, input_format, skip_invalid)
+        if out is None:
+            write_canonical(t, sys.stdout)
+            return
+        tmp = out.with_name(out.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as fp:
+            write_canonical(t, fp)
+        tmp.replace(out)  # never leave a half-written file behind
+        stderr().print(f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}")
+
+
 def main() -> None:
-    pass
+    app()

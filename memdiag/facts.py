@@ -1,0 +1,131 @@
+"""Facts and evidence: does a text state fact F? (SPEC §7 step 1)
+
+Matching goes from strict to loose: normalized exact containment (score 1.0), then fuzzy
+lexical — the share of the fact's content words (light stemming) found in the text, or, for
+Chinese/Japanese/Korean text with no spaces, the share of its character unigrams and
+bigrams. Each match reports its method and score so a user can judge it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+FUZZY_THRESHOLD = 0.75
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+STOPWORDS = frozenset(
+    """a an the of to in on at for from by with and or but is are was were be been being am
+    i me my mine we our us you your he she it its they them their this that these those do does
+    did have has had will would shall should can could may might must not no so as if then than
+    about into over under up down out very just also too really please user user's""".split()
+)
+# function characters that carry no fact in Chinese/Japanese statements
+CJK_STOP = frozenset("我你他她它们的了是在对和与就也都很吗呢吧啊呀着过把被给让这那有个一不")
+_SUFFIXES = ("ies", "ied", "ing", "ed", "ic", "es", "s", "y")
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    score: float  # 0..1
+    method: str  # exact | fuzzy | cjk_ngram | semantic
+
+
+def normalize(text: str) -> str:
+    """Casefold, NFKC, collapse whitespace and strip punctuation at the edges of words."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[^\w\s]", " ", text)
+    return _SPACE.sub(" ", text).strip()
+
+
+def stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+@lru_cache(maxsize=4096)
+def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(content word stems, CJK unigrams+bigrams) of a fact."""
+    norm = normalize(fact)
+    words = frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w))
+    grams: set[str] = set()
+    for run in re.findall(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+", norm):
+        chars = [c for c in run if c not in CJK_STOP]
+        grams.update(chars)
+        grams.update(run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= CJK_STOP)
+    return words, frozenset(grams)
+
+
+def text_terms(text: str) -> tuple[frozenset[str], str]:
+    norm = normalize(text)
+    words = frozenset(stem(w) for w in _WORD.findall(norm) if not has_cjk(w))
+    return words, norm
+
+
+def match(fact: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Match | None:
+    """How well ``text`` states ``fact``; None below ``threshold``."""
+    nf = normalize(fact)
+    if not nf:
+        return None
+    words, grams = fact_terms(fact)
+    tw, nt = text_terms(text)
+    if nf in nt:
+        return Match(1.0, "exact")
+    total = len(words) + len(grams)
+    if total == 0:
+        return None
+    hit = len(words & tw) + sum(1 for g in grams if g in nt)
+    score = hit / total
+    if score >= threshold:
+        return Match(round(score, 3), "cjk_ngram" if grams else "fuzzy")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    index: int  # message index
+    id: str
+    turn: int
+    session: str
+    text: str
+    score: float
+    method: str
+
+
+def find_evidence(
+    fact: str,
+    messages: Sequence[object],
+    before: int | None = None,
+    roles: Iterable[str] = ("user",),
+    threshold: float = FUZZY_THRESHOLD,
+) -> list[Evidence]:
+    """Messages (by default user messages) before index ``before`` that state ``fact``.
+
+    Sorted by score, then by recency (later statements first).
+    """
+    from memdiag.transcript.model import Message
+
+    wanted = set(roles)
+    found: list[Evidence] = []
+    end = len(messages) if before is None else before
+    for m in messages[:end]:
+        assert isinstance(m, Message)
+        if m.role not in wanted:
+            continue
+        hit = match(fact, m.content, threshold)
+        if hit is not None:
+            found.append(Evidence(m.index, m.id, m.turn, m.session, m.content, hit.score, hit.method))
+    found.sort(key=lambda e: (-e.score, -e.index))
+    return found

@@ -1,0 +1,148 @@
+"""Rich rendering for people. Transcript text is printed as Text objects (markup escaped)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
+
+SECTION_STYLE = {
+    "system": "blue",
+    "scratchpad": "magenta",
+    "summary": "yellow",
+    "memories": "cyan",
+    "messages": "green",
+}
+
+
+def _ids(ids: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" … (+{len(ids) - limit})" if len(ids) > limit else "")
+
+
+def usage_bar(tokens: dict[str, int], budget: int, width: int = 24) -> Text:
+    """A bar of the window split by section, scaled to the budget."""
+    bar = Text()
+    used = 0
+    for section, style in SECTION_STYLE.items():
+        n = tokens.get(section, 0)
+        cells = round(width * n / budget) if budget else 0
+        cells = min(cells, width - used)
+        bar.append("█" * cells, style=style)
+        used += cells
+    bar.append("·" * (width - used), style="dim")
+    return bar
+
+
+def turn_line(r: TurnRecord, budget: int) -> Text:
+    line = Text()
+    line.append(f"{r.turn:>5} ", style="bold")
+    line.append(f"{r.session}·{r.session_turn:<3} ", style="dim")
+    line.append_text(usage_bar(r.tokens, budget))
+    total = r.tokens["total"]
+    line.append(f" {total:>6}/{budget}", style="red bold" if total > budget else "")
+    if r.entered:
+        line.append(f"  +{_ids(r.entered)}", style="green")
+    if r.evicted:
+        line.append(f"  evicted {_ids(r.evicted)}", style="red")
+    if r.summarized:
+        line.append(f"  summarized {_ids(r.summarized)}", style="yellow")
+    if r.dropped_by_session:
+        line.append(f"  session start: dropped {len(r.dropped_by_session)}", style="dim")
+    for p in r.pinned:
+        was = f" (was {p.previous})" if p.previous else ""
+        line.append(f"  pinned {p.field}={p.value}{was}", style="magenta")
+    if r.overflow:
+        line.append("  OVER BUDGET (newest message alone does not fit)", style="red bold")
+    return line
+
+
+def interesting(r: TurnRecord) -> bool:
+    return bool(r.evicted or r.summarized or r.pinned or r.overflow or r.dropped_by_session)
+
+
+def fact_cell(f: FactSurvival) -> Text:
+    if f.stated_at_turn is None:
+        return Text("never stated", style="dim")
+    if f.lost_at_turn is None:
+        return Text(f"kept ({f.kept_by})", style="green")
+    return Text(f"lost at turn {f.lost_at_turn} ({f.mechanism})", style="red")
+
+
+def render_replay(console: Console, report: ReplayReport, show: str = "changes") -> None:
+    t = report.transcript
+    head = Text()
+    head.append(f"{t.path}", style="bold")
+    head.append(
+        f"  {len(t.messages)} messages, {len(t.turns)} turns, {len(t.sessions)} session(s)"
+        f"  encoding {report.encoding}  budget {report.budget} tokens"
+    )
+    console.print(head)
+    legend = Text("window: ")
+    for section, style in SECTION_STYLE.items():
+        legend.append("█ ", style=style)
+        legend.append(section + "  ")
+    console.print(legend, style="dim")
+    for res in report.results:
+        render_strategy(console, res, show)
+    render_survival(console, report)
+
+
+def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
+    console.rule(f"[bold]{escape(res.name)}[/]")
+    turns = res.turns if show == "all" else [r for r in res.turns if interesting(r)]
+    if show != "none":
+        for r in turns:
+            console.print(turn_line(r, res.budget))
+        hidden = len(res.turns) - len(turns)
+        if hidden and show == "changes":
+            console.print(
+                f"      ({hidden} turns where nothing left the window not shown; --show all)",
+                style="dim",
+            )
+    peak = max((r.tokens["total"] for r in res.turns), default=0)
+    evicted = sum(len(r.evicted) for r in res.turns)
+    summarized = sum(len(r.summarized) for r in res.turns)
+    console.print(
+        f"peak window {peak}/{res.budget} tokens · {evicted} evicted · {summarized} summarized"
+        f" · {sum(r.overflow for r in res.turns)} over budget",
+        style="bold",
+    )
+    if res.final is not None and res.final.pinned:
+        console.print(Panel(Text(res.final.pinned), title="pinned at last turn", expand=False))
+    if res.final is not None and res.final.summary:
+        console.print(Panel(Text(res.final.summary), title="summary at last turn", expand=False))
+
+
+def render_survival(console: Console, report: ReplayReport) -> None:
+    if not report.facts:
+        console.print(
+            "No facts tracked: pass --fact TEXT (the extractor found no strong facts).",
+            style="dim",
+        )
+        return
+    title = "Fact survival" + (" (strong facts found in the transcript)" if report.facts_found else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("fact")
+    table.add_column("stated")
+    for res in report.results:
+        table.add_column(res.name)
+    for k, fact in enumerate(report.facts):
+        first = report.results[0].facts[k]
+        stated = (
+            f"turn {first.stated_at_turn} ({first.evidence_id})"
+            if first.stated_at_turn is not None
+            else "-"
+        )
+        table.add_row(Text(fact), stated, *(fact_cell(r.facts[k]) for r in report.results))
+    console.print(table)
+
+
+def group(*items: object) -> Group:
+    return Group(*items)  # type: ignore[arg-type]

@@ -1,0 +1,341 @@
+"""The replay engine: drive a strategy turn by turn and record compact per-turn deltas.
+
+For every user message (turn) the window the model would see is evaluated: messages that
+arrived since the previous turn enter, the strategy fits the window into the budget, and the
+engine records what entered, what was evicted or summarized, and tokens by section. Session
+starts reset the window. Facts are tracked incrementally (a counter of their evidence messages
+in the window plus a check of the summary/pinned text when those change), so one replay is
+O(messages) in time and memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from memdiag.config import Settings
+from memdiag.facts import FUZZY_THRESHOLD, match
+from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
+from memdiag.strategies.base import PinChange, Strategy
+from memdiag.tokens import TokenCounter
+from memdiag.transcript.model import Transcript
+
+SECTIONS = ("system", "scratchpad", "summary", "memories", "messages", "total")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    turn: int
+    session: str
+    session_turn: int
+    tokens: dict[str, int]
+    entered: tuple[str, ...]
+    evicted: tuple[str, ...]
+    summarized: tuple[str, ...]
+    dropped_by_session: tuple[str, ...] = ()
+    pinned: tuple[PinChange, ...] = ()
+    overflow: bool = False
+
+
+@dataclass
+class FactSurvival:
+    """Where a tracked fact was stated and whether (and how) it left the window."""
+
+    fact: str
+    evidence_ids: list[str]
+    evidence_id: str | None = None
+    stated_at_turn: int | None = None
+    lost_at_turn: int | None = None  # None while kept (or never stated)
+    mechanism: str | None = None  # evicted | summarized_away | session_end | unpinned
+    kept_by: str | None = None  # verbatim | summary | pinned (at the last evaluated turn)
+    history: list[dict[str, object]] = field(default_factory=list)  # every loss and regain
+
+
+@dataclass
+class StrategyReplay:
+    name: str
+    budget: int
+    turns: list[TurnRecord]
+    facts: list[FactSurvival]
+    final: WindowView | None = None  # the window at the last evaluated turn
+
+
+@dataclass(frozen=True)
+class ReplayContext:
+    """Everything shared by the strategies of one run: transcript, counts, fixed sections."""
+
+    transcript: Transcript
+    settings: Settings
+    counter: TokenCounter
+    costs: Sequence[int]
+    units: list[tuple[int, Unit]]  # (index of the unit's first message, unit), in order
+    memory_tokens: int = 0  # injected long-term memories, every turn
+
+    @property
+    def budget(self) -> int:
+        return self.settings.effective_budget()
+
+
+def prepare(
+    transcript: Transcript,
+    settings: Settings,
+    counter: TokenCounter | None = None,
+    memory_tokens: int = 0,
+) -> ReplayContext:
+    """Count every message once and group tool calls with their results into units."""
+    from memdiag.tokens import encoding_name_for
+
+    if counter is None:
+        counter = TokenCounter(
+            encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
+        )
+    costs = counter.message_costs(transcript.messages)
+    return ReplayContext(
+        transcript, settings, counter, costs, group_units(transcript, costs, settings), memory_tokens
+    )
+
+
+def group_units(transcript: Transcript, costs: Sequence[int], settings: Settings) -> list[tuple[int, Unit]]:
+    """An assistant message with tool calls and the tool results answering it form one unit."""
+    units: list[tuple[int, Unit]] = []
+    open_calls: set[str] = set()
+    current: Unit | None = None
+    for m in transcript.messages:
+        if m.role == "system" and settings.keep_system:
+            continue
+        joins = (
+            current is not None
+            and m.role == "tool"
+            and m.session == transcript.messages[current.indices[0]].session
+            and (not m.tool_call_id or m.tool_call_id in open_calls or not open_calls)
+        )
+        if joins:
+            assert current is not None
+            current.indices.append(m.index)
+            current.tokens += costs[m.index]
+            if m.tool_call_id:
+                open_calls.discard(m.tool_call_id)
+            continue
+        current = Unit([m.index], costs[m.index], m.turn)
+        units.append((m.index, current))
+        if m.role == "assistant" and m.tool_calls:
+            open_calls = set(m.tool_call_ids)
+        else:
+            open_calls = set()
+            current = None if m.role != "tool" else current
+    return units
+
+
+def replay(
+    rctx: ReplayContext,
+    strategy_name: str,
+    facts: Sequence[str] = (),
+    until_turn: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> StrategyReplay:
+    """Replay ``strategy_name`` through the transcript (up to ``until_turn``)."""
+    t = rctx.transcript
+    msgs = t.messages
+    budget = rctx.budget
+    sctx = StrategyContext(t, rctx.costs, rctx.counter)
+    strategy: Strategy = make_strategy(strategy_name, sctx, rctx.settings, budget)
+    priming = rctx.counter.overhead.reply_priming
+    tracker = _FactTracker(facts, t)
+
+    system_tokens = 0
+    units = rctx.units
+    summaries = list(t.summaries)
+    next_unit = 0
+    next_summary = 0
+    records: list[TurnRecord] = []
+    session: str | None = None
+    last = len(t.turns) if until_turn is None else min(until_turn, len(t.turns))
+    sys_cursor = 0  # system messages are counted as they appear in the stream
+    for turn in t.turns[:last]:
+        dropped: list[int] = []
+        if turn.session != session:
+            if session is not None:
+                dropped = strategy.reset()
+            session = turn.session
+        entered: list[int] = []
+        # feed everything up to and including this turn's user message
+        while next_unit < len(units) and units[next_unit][0] <= turn.user_index:
+            while next_summary < len(summaries) and summaries[next_summary].after_index < units[next_unit][0]:
+                strategy.add_summary(summaries[next_summary])
+                next_summary += 1
+            unit = units[next_unit][1]
+            if msgs[unit.indices[0]].session != session and unit.indices[0] < turn.user_index:
+                # tail of an earlier session (e.g. its last assistant reply): gone with it
+                next_unit += 1
+                continue
+            strategy.add(unit)
+            entered.extend(unit.indices)
+            next_unit += 1
+        while sys_cursor <= turn.user_index and sys_cursor < len(msgs):
+            if msgs[sys_cursor].role == "system" and rctx.settings.keep_system:
+                system_tokens += rctx.costs[sys_cursor]
+            sys_cursor += 1
+        fixed = system_tokens + rctx.memory_tokens + priming
+        fit = strategy.fit(turn.number, fixed)
+        tokens = {
+            "system": system_tokens,
+            "scratchpad": fit.scratchpad_tokens,
+            "summary": fit.summary_tokens,
+            "memories": rctx.memory_tokens,
+            "messages": fit.message_tokens + priming,
+        }
+        tokens["total"] = sum(tokens.values())
+        records.append(
+            TurnRecord(
+                turn=turn.number,
+                session=turn.session,
+                session_turn=turn.session_turn,
+                tokens=tokens,
+                entered=tuple(msgs[i].id for i in entered),
+                evicted=tuple(msgs[i].id for i in fit.evicted),
+                summarized=tuple(msgs[i].id for i in fit.summarized),
+                dropped_by_session=tuple(msgs[i].id for i in dropped),
+                pinned=tuple(fit.pins),
+                overflow=fit.overflow,
+            )
+        )
+        if tracker.active:
+            tracker.update(turn.number, strategy, fit, entered, dropped)
+        if progress is not None:
+            progress(turn.number)
+    final = strategy.view()
+    return StrategyReplay(strategy_name, budget, records, tracker.results(final), final)
+
+
+class _FactTracker:
+    """Incremental fact survival: O(1) per evidence event, O(summary) when the summary changes."""
+
+    def __init__(self, facts: Sequence[str], transcript: Transcript) -> None:
+        self.facts = list(facts)
+        self.active = bool(self.facts)
+        self.evidence: dict[int, list[int]] = {}  # message index -> facts it states
+        self.state: list[FactSurvival] = []
+        self.in_window = [0] * len(self.facts)
+        self.in_summary = [False] * len(self.facts)
+        self.pinned = [False] * len(self.facts)
+        self.kept = [False] * len(self.facts)
+        for k, fact in enumerate(self.facts):
+            ids: list[str] = []
+            for m in transcript.messages:
+                if m.role in ("user", "assistant", "tool") and match(fact, m.content, FUZZY_THRESHOLD):
+                    self.evidence.setdefault(m.index, []).append(k)
+                    ids.append(m.id)
+            self.state.append(FactSurvival(fact, ids, ids[0] if ids else None))
+
+    def update(
+        self, turn: int, strategy: Strategy, fit: object, entered: list[int], dropped: list[int]
+    ) -> None:
+        from memdiag.strategies.base import Fit
+
+        assert isinstance(fit, Fit)
+        reason: dict[int, str] = {}
+        if dropped:
+            for i in dropped:
+                for k in self.evidence.get(i, ()):
+                    self.in_window[k] -= 1
+                    reason[k] = "session_end"
+            for k in range(len(self.facts)):
+                if self.in_summary[k] or self.pinned[k]:
+                    reason[k] = "session_end"
+            self.in_summary = [False] * len(self.facts)
+            self.pinned = [False] * len(self.facts)
+        for i in entered:
+            for k in self.evidence.get(i, ()):
+                self.in_window[k] += 1
+                st = self.state[k]
+                if st.stated_at_turn is None:
+                    st.stated_at_turn = turn
+        for i in fit.evicted:
+            for k in self.evidence.get(i, ()):
+                self.in_window[k] -= 1
+                reason.setdefault(k, "evicted")
+        for i in fit.summarized:
+            for k in self.evidence.get(i, ()):
+                self.in_window[k] -= 1
+                reason.setdefault(k, "summarized_away")
+        if fit.summary_changed or fit.pinned_changed:
+            view = strategy.view()
+            for k, fact in enumerate(self.facts):
+                if fit.summary_changed:
+                    was = self.in_summary[k]
+                    self.in_summary[k] = bool(view.summary) and match(fact, view.summary) is not None
+                    if was and not self.in_summary[k]:
+                        reason.setdefault(k, "summarized_away")
+                if fit.pinned_changed:
+                    was = self.pinned[k]
+                    self.pinned[k] = bool(view.pinned) and match(fact, view.pinned) is not None
+                    if was and not self.pinned[k]:
+                        reason.setdefault(k, "unpinned")
+        for k, st in enumerate(self.state):
+            kept = self.in_window[k] > 0 or self.in_summary[k] or self.pinned[k]
+            if kept and not self.kept[k]:
+                st.history.append({"turn": turn, "event": "kept"})
+                st.lost_at_turn = None
+                st.mechanism = None
+            elif not kept and self.kept[k]:
+                mech = reason.get(k, "evicted")
+                st.history.append({"turn": turn, "event": "lost", "mechanism": mech})
+                st.lost_at_turn = turn
+                st.mechanism = mech
+            self.kept[k] = kept
+
+    def results(self, final: WindowView) -> list[FactSurvival]:
+        for k, st in enumerate(self.state):
+            if self.kept[k]:
+                st.kept_by = (
+                    "verbatim" if self.in_window[k] > 0 else "pinned" if self.pinned[k] else "summary"
+                )
+        return self.state
+
+
+@dataclass
+class ReplayReport:
+    """The result of `memdiag replay`: one StrategyReplay per strategy over the same counts."""
+
+    transcript: Transcript
+    encoding: str
+    budget: int
+    results: list[StrategyReplay]
+    facts: list[str]
+    facts_found: bool  # True when the facts were found by the strong-fact extractor
+
+
+def strategy_names(name: str) -> list[str]:
+    from memdiag.strategies import STRATEGIES
+
+    return list(STRATEGIES) if name == "all" else [name]
+
+
+def auto_facts(transcript: Transcript) -> list[str]:
+    """Strong facts stated by the user, as the text that states them (deduplicated)."""
+    from memdiag.extract import strong_facts
+
+    seen: dict[str, None] = {}
+    for m in transcript.messages:
+        if m.role != "user":
+            continue
+        for x in strong_facts(m.content):
+            text = m.content[x.span[0] : x.span[1]].strip(" .,!?;:。！？；，")
+            if text:
+                seen.setdefault(text, None)
+    return list(seen)
+
+
+def run(
+    transcript: Transcript,
+    settings: Settings,
+    facts: Sequence[str] = (),
+    progress: Callable[[int], None] | None = None,
+    memory_tokens: int = 0,
+) -> ReplayReport:
+    """Replay every strategy named by ``settings.strategy`` ('all' for all of them)."""
+    rctx = prepare(transcript, settings, memory_tokens=memory_tokens)
+    found = not facts
+    tracked = list(facts) if facts else auto_facts(transcript)
+    results = [replay(rctx, name, tracked, progress=progress) for name in strategy_names(settings.strategy)]
+    return ReplayReport(transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found)

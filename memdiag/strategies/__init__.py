@@ -1,0 +1,51 @@
+"""Short-term memory strategies behind one registry (SPEC §4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from memdiag.strategies.base import Fit, Strategy, StrategyContext, Unit, WindowView
+
+if TYPE_CHECKING:
+    from memdiag.config import Settings
+
+
+def _sliding(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    from memdiag.strategies.sliding_window import SlidingWindow
+
+    return SlidingWindow(ctx, budget, settings.sliding_window.max_turns)
+
+
+def _summary(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    from memdiag.strategies.summary import make_summary
+
+    return make_summary(ctx, settings, budget)
+
+
+def _scratchpad(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    from memdiag.strategies.scratchpad import make_scratchpad
+
+    return make_scratchpad(ctx, settings, budget)
+
+
+STRATEGIES: dict[str, Callable[[StrategyContext, Settings, int], Strategy]] = {
+    "sliding_window": _sliding,
+    "summary": _summary,
+    "scratchpad": _scratchpad,
+}
+
+
+def make_strategy(name: str, ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    from memdiag.errors import UsageError
+
+    try:
+        factory = STRATEGIES[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}, all"
+        ) from None
+    return factory(ctx, settings, budget)
+
+
+__all__ = ["STRATEGIES", "Fit", "Strategy", "StrategyContext", "Unit", "WindowView", "make_strategy"]

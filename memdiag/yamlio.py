@@ -1,0 +1,181 @@
+"""Safe YAML loading that remembers line numbers, and dataclass validation that names them.
+
+Used by the config file and by `memdiag check` spec files so that every error can say
+``file:line: unknown key 'kep'``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar, Union
+
+from memdiag.errors import InputError
+
+T = TypeVar("T")
+
+
+class LineDict(dict):  # type: ignore[type-arg]
+    """A mapping from YAML that knows the line of itself and of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+    def line_of(self, key: Any) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class LineList(list):  # type: ignore[type-arg]
+    line: int = 0
+    item_lines: list[int]
+
+
+def _loader() -> type:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader: Any, node: Any) -> LineDict:
+        loader.flatten_mapping(node)
+        out = LineDict()
+        out.line = node.start_mark.line + 1
+        out.key_lines = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "unhashable key", key_node.start_mark
+                ) from None
+            out[key] = loader.construct_object(value_node, deep=True)
+            out.key_lines[key] = key_node.start_mark.line + 1
+        return out
+
+    def construct_sequence(loader: Any, node: Any) -> LineList:
+        out = LineList(loader.construct_object(n, deep=True) for n in node.value)
+        out.line = node.start_mark.line + 1
+        out.item_lines = [n.start_mark.line + 1 for n in node.value]
+        return out
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    return Loader
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Load a YAML file with the safe loader; errors are InputError with file and line."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file" if not p.exists() else "not a file", path=str(path))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8", path=str(path)) from None
+    try:
+        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise InputError(f"invalid YAML: {exc.problem or exc}", path=str(path), line=line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", path=str(path)) from None
+
+
+def line_of(obj: Any, key: Any = None) -> int | None:
+    if isinstance(obj, LineDict):
+        return obj.line_of(key) if key is not None else obj.line
+    if isinstance(obj, LineList):
+        return obj.line
+    return None
+
+
+def unknown_key_error(key: Any, allowed: list[str], path: str, line: int | None) -> InputError:
+    hint = difflib.get_close_matches(str(key), allowed, n=1)
+    suggestion = f" (did you mean {hint[0]!r}?)" if hint else f"; expected one of: {', '.join(allowed)}"
+    return InputError(f"unknown key {key!r}{suggestion}", path=path, line=line)
+
+
+def to_dataclass(cls: type[T], data: Any, path: str, where: str = "") -> T:
+    """Build dataclass ``cls`` from a YAML mapping, checking keys and types with line numbers."""
+    if data is None:
+        return cls()
+    if not isinstance(data, dict):
+        raise InputError(
+            f"{where or 'top level'} must be a mapping, got {_kind(data)}",
+            path=path,
+            line=line_of(data),
+        )
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        line = line_of(data, key)
+        if key not in names:
+            raise unknown_key_error(key, names, path, line)
+        label = f"{where}.{key}" if where else str(key)
+        kwargs[key] = _coerce(hints[key], value, path, line, label)
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(arg, value, path, line, label)
+            except InputError as exc:
+                errors.append(exc)
+        raise errors[0]
+    if dataclasses.is_dataclass(tp):
+        return to_dataclass(tp, value, path, label)  # type: ignore[arg-type]
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise InputError(f"{label} must be a list, got {_kind(value)}", path=path, line=line)
+        (item,) = typing.get_args(tp)[:1] or (Any,)
+        items = [_coerce(item, v, path, line, label) for v in value]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise InputError(f"{label} must be a mapping, got {_kind(value)}", path=path, line=line)
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp is int and isinstance(value, bool):
+        raise InputError(f"{label} must be an integer, got a boolean", path=path, line=line)
+    if isinstance(tp, type) and not isinstance(value, tp):
+        raise InputError(
+            f"{label} must be {_NAMES.get(tp, tp.__name__)}, got {_kind(value)}",
+            path=path,
+            line=line,
+        )
+    return value
+
+
+_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return {int: "an integer", float: "a number", str: "a string"}.get(type(value), type(value).__name__)
