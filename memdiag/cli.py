@@ -6,6 +6,7 @@ usage; 3 internal error (one line plus where the traceback was written; --debug 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -266,6 +267,116 @@ def replay(
             from memdiag.render.console import render_replay
 
             render_replay(stdout(), report, show)
+
+
+AtOpt = Annotated[
+    int | None, typer.Option("--at", help="Turn at which the agent failed (default: last turn).")
+]
+FactsFileOpt = Annotated[
+    Path | None, typer.Option("--facts-file", help="JSON facts file (profile layer, exact keys).")
+]
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
+]
+CollectionOpt = Annotated[
+    str | None, typer.Option("--collection", help="Chroma collection (default: all).")
+]
+TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
+
+
+def open_stores(settings):  # type: ignore[no-untyped-def]
+    """The long-term stores named by flags/config, or None when none is configured."""
+    s = settings.store
+    if not (s.facts_file or s.chroma):
+        return None
+    from memdiag.longterm import LongTermStores
+
+    return LongTermStores.open(s.facts_file, s.chroma, s.collection)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  memdiag diagnose fixtures/demo.jsonl --budget 400          (every `forgot` marker)\n\n"
+        "  memdiag diagnose chat.jsonl --fact 'allergic to peanuts' --at 40 --strategy summary\n\n"
+        "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
+        "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
+    )
+)
+def diagnose(
+    transcript: TranscriptArg,
+    fact: FactOpt = None,
+    at: AtOpt = None,
+    strategy: StrategyOpt = None,
+    budget: BudgetOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    model: ModelOpt = None,
+    encoding: EncodingOpt = None,
+    summarizer: SummarizerOpt = None,
+    facts_file: FactsFileOpt = None,
+    chroma: ChromaOpt = None,
+    collection: CollectionOpt = None,
+    top_k: TopKOpt = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."),
+    ] = None,
+    output: FormatOpt = OutputFormat.table,
+    config: ConfigOpt = None,
+    input_format: FromOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+) -> None:
+    """Say which memory layer lost a fact, with the evidence chain and the fix.
+
+    Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
+    code = 0
+    with errors():
+        from memdiag.diagnose import LAYERS, diagnose as run_diagnose, failures_from
+        from memdiag.errors import UsageError
+
+        layers = [x.strip() for x in fail_on.split(",") if x.strip()] if fail_on else []
+        bad = [x for x in layers if x not in LAYERS]
+        if bad:
+            raise UsageError(f"--fail-on: unknown layer {bad[0]!r}; choose from {', '.join(LAYERS)}")
+        settings = settings_from(
+            config,
+            strategy=strategy,
+            budget=budget,
+            model=model,
+            encoding=encoding,
+            **{
+                "sliding_window.max_turns": max_turns,
+                "summary.summarizer": summarizer,
+                "store.facts_file": str(facts_file) if facts_file else None,
+                "store.chroma": chroma,
+                "store.collection": collection,
+                "store.top_k": top_k,
+            },
+        )
+        t = load_transcript(transcript, input_format, skip_invalid)
+        failures = failures_from(t, fact or (), at)
+        stores = open_stores(settings)
+        try:
+            diagnoses = run_diagnose(t, settings, failures, stores)
+        finally:
+            if stores is not None:
+                stores.close()
+        if output is OutputFormat.table:
+            from memdiag.render.console import render_diagnoses
+
+            render_diagnoses(stdout(), t.path, diagnoses)
+        else:
+            from memdiag.render.jsonout import diagnose_json, diagnosis_json
+
+            if output is OutputFormat.json:
+                emit_json(diagnose_json(t.path, diagnoses))
+            else:
+                for d in diagnoses:
+                    sys.stdout.write(json.dumps(diagnosis_json(d), ensure_ascii=False) + "\n")
+        if layers and any(d.layer in layers for d in diagnoses):
+            code = 1
+    raise typer.Exit(code)
 
 
 @app.command(

@@ -146,3 +146,79 @@ def render_survival(console: Console, report: ReplayReport) -> None:
 
 def group(*items: object) -> Group:
     return Group(*items)  # type: ignore[arg-type]
+
+
+VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}
+
+
+def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[object]) -> None:
+    from memdiag.diagnose import Diagnosis
+
+    for d in diagnoses:
+        assert isinstance(d, Diagnosis)
+        style = VERDICT_STYLE.get(d.layer, "white")
+        body = Text()
+        body.append("verdict  ", style="dim")
+        body.append(d.verdict, style=f"bold {style}")
+        body.append(f"   layer {d.layer}", style=style)
+        if d.flags:
+            body.append("   flags " + ", ".join(d.flags), style="magenta")
+        body.append("\n")
+        body.append("evidence ", style="dim")
+        if not d.evidence:
+            body.append(d.details.get("searched", "none found") + "\n")
+        for k, e in enumerate(d.evidence[:3]):
+            if k:
+                body.append("         ")
+            body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
+            body.append(f"“{_clip(e.text)}”\n", style="italic")
+        det = d.details
+        if det.get("lost_at_turn") is not None:
+            body.append("lost     ", style="dim")
+            body.append(
+                f"turn {det['lost_at_turn']} ({det.get('mechanism')}) under {det.get('strategy')}, "
+                f"budget {det.get('budget')}\n"
+            )
+        if "window_tokens" in det:
+            body.append("window   ", style="dim")
+            body.append(f"{det['window_tokens']}/{det.get('budget')} tokens at turn {d.at_turn}\n")
+        wi = det.get("what_if")
+        if wi:
+            kept = ", ".join(f"{k} {'keeps' if v else 'loses'}" for k, v in wi["kept_by_strategy"].items())
+            body.append("what-if  ", style="dim")
+            body.append(f"{kept}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n")
+        for key in ("retrieval", "facts_file", "stores_checked", "skipped_reason"):
+            if key in det and det[key] not in (None, [], {}):
+                body.append(f"{key:<9}", style="dim")
+                body.append(f"{_fmt(det[key])}\n")
+        for fix in d.fixes:
+            body.append("fix      ", style="dim")
+            body.append(fix + "\n")
+        body.rstrip()
+        where = f"turn {d.at_turn}" + (f" ({d.marker_id})" if d.marker_id else "")
+        console.print(
+            Panel(body, title=f"[bold]forgot “{escape(d.fact)}” at {where}[/]", title_align="left",
+                  border_style=style)
+        )
+    counts: dict[str, int] = {}
+    for d in diagnoses:
+        assert isinstance(d, Diagnosis)
+        counts[d.verdict] = counts.get(d.verdict, 0) + 1
+    console.print(
+        f"{len(diagnoses)} failure(s) in {transcript}: "
+        + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())),
+        style="bold",
+    )
+
+
+def _clip(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_fmt(v) for v in value)
+    return str(value)

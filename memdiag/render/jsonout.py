@@ -70,3 +70,35 @@ def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
             yield json.dumps({"strategy": r.name, **turn_json(t)}, ensure_ascii=False)
         for f in r.facts:
             yield json.dumps({"strategy": r.name, "type": "fact", **fact_json(f)}, ensure_ascii=False)
+
+
+def diagnosis_json(d: Any) -> dict[str, Any]:
+    from memdiag.diagnose import Diagnosis
+
+    assert isinstance(d, Diagnosis)
+    return {
+        "fact": d.fact,
+        "at_turn": d.at_turn,
+        "session": d.session,
+        "marker_id": d.marker_id,
+        "verdict": d.verdict,
+        "layer": d.layer,
+        "flags": d.flags,
+        "evidence": [
+            {
+                "id": e.id,
+                "turn": e.turn,
+                "session": e.session,
+                "text": e.text,
+                "score": e.score,
+                "method": e.method,
+            }
+            for e in d.evidence
+        ],
+        "details": d.details,
+        "fixes": d.fixes,
+    }
+
+
+def diagnose_json(transcript: str, diagnoses: Sequence[Any]) -> dict[str, Any]:
+    return {"transcript": transcript, "diagnoses": [diagnosis_json(d) for d in diagnoses]}

@@ -149,6 +149,16 @@ def build(
     turn = 0
     session_turn = 0
     warn = list(warnings)
+    items = list(items)
+    # system messages before any session information belong to the first session named later
+    default_session = next(
+        (
+            i.id if isinstance(i, RawSession) else str(i.session)
+            for i in items
+            if isinstance(i, RawSession) or (isinstance(i, RawMessage) and i.session is not None)
+        ),
+        DEFAULT_SESSION,
+    )
 
     def enter_session(sid: str, ts: str | None) -> None:
         nonlocal session, session_turn
@@ -173,7 +183,7 @@ def build(
         if item.session is not None:
             enter_session(str(item.session), item.ts)
         elif session is None:
-            enter_session(DEFAULT_SESSION, item.ts)
+            enter_session(default_session, item.ts)
         assert session is not None
         index = len(messages)
         mid = item.id if item.id is not None else f"m{index + 1}"

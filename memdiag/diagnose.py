@@ -1,0 +1,322 @@
+"""The verdict decision tree of SPEC §7: which memory layer lost fact F at turn T, and why.
+
+1. evidence: where F was stated before T (none → ``never_stated``);
+2. evidence in T's session → short-term: replay the configured strategy to T
+   (``in_context`` / ``short_term_dropped`` / ``short_term_summarized_away``), plus a what-if
+   over strategies and the smallest sliding-window budget that keeps F;
+3. evidence only in earlier sessions → long-term: the facts file (profile layer, injected whole
+   at every session start) and the vector store (write → retrieve → inject).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memdiag.config import Settings
+from memdiag.errors import UsageError
+from memdiag.facts import Evidence, find_evidence, match
+from memdiag.replay import ReplayContext, prepare, replay
+from memdiag.transcript.model import Transcript
+
+if TYPE_CHECKING:
+    from memdiag.longterm import LongTermStores
+
+LAYER = {
+    "never_stated": "none",
+    "in_context": "none",
+    "short_term_dropped": "short_term",
+    "short_term_summarized_away": "short_term",
+    "long_term_not_written": "long_term",
+    "long_term_not_retrieved": "long_term",
+    "long_term_stale": "long_term",
+    "long_term_not_injected": "long_term",
+    "long_term_unchecked": "long_term",
+}
+LAYERS = ("none", "short_term", "long_term")
+# fields that hold one value at a time: two different values in one window contradict
+SINGLE_VALUED = {"name", "location", "timezone", "birthday", "units", "job", "diet"}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A fact the agent failed to use at a turn: from a `forgot` marker or from --fact/--at."""
+
+    fact: str
+    at_turn: int
+    marker_id: str | None = None  # the assistant message carrying the `forgot` marker
+
+
+@dataclass
+class Diagnosis:
+    fact: str
+    at_turn: int
+    verdict: str
+    layer: str
+    flags: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    fixes: list[str] = field(default_factory=list)
+    marker_id: str | None = None
+    session: str | None = None
+
+
+def failures_from(
+    transcript: Transcript, facts: Sequence[str] = (), at: int | None = None
+) -> list[Failure]:
+    """--fact (+ --at, default the last turn) or, with no --fact, every `forgot` marker."""
+    if not transcript.turns:
+        raise UsageError(f"{transcript.path}: no user messages, so no turn to diagnose")
+    if facts:
+        turn = at if at is not None else len(transcript.turns)
+        if not 1 <= turn <= len(transcript.turns):
+            raise UsageError(f"--at {turn}: the transcript has turns 1..{len(transcript.turns)}")
+        return [Failure(f, turn) for f in facts]
+    if at is not None:
+        raise UsageError("--at needs --fact (markers carry their own turn)")
+    found = [
+        Failure(m.forgot, m.turn, m.id)
+        for m in transcript.messages
+        if m.forgot and m.turn > 0
+    ]
+    if not found:
+        raise UsageError(
+            f"{transcript.path}: no `forgot` markers; pass --fact TEXT [--at TURN] to diagnose a fact"
+        )
+    return found
+
+
+def diagnose(
+    transcript: Transcript,
+    settings: Settings,
+    failures: Sequence[Failure],
+    stores: LongTermStores | None = None,
+    what_if: bool = True,
+) -> list[Diagnosis]:
+    """Diagnose each failure; the transcript is counted once for all of them."""
+    memory_tokens = stores.injected_tokens(settings) if stores is not None else 0
+    rctx = prepare(transcript, settings, memory_tokens=memory_tokens)
+    strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
+    return [_one(rctx, strategy, f, stores, what_if) for f in failures]
+
+
+def _one(
+    rctx: ReplayContext,
+    strategy: str,
+    failure: Failure,
+    stores: LongTermStores | None,
+    what_if: bool,
+) -> Diagnosis:
+    t = rctx.transcript
+    turn = t.turn(failure.at_turn)
+    evidence = find_evidence(
+        failure.fact, t.messages, before=turn.user_index + 1, roles=("user", "assistant", "tool")
+    )
+    d = Diagnosis(
+        failure.fact,
+        failure.at_turn,
+        "never_stated",
+        "none",
+        evidence=evidence[:5],
+        marker_id=failure.marker_id,
+        session=turn.session,
+    )
+    if not evidence:
+        d.details["searched"] = f"{turn.user_index + 1} messages before turn {turn.number}"
+        d.fixes = [
+            "Not a memory failure: the fact was never stated before this turn. Check the fact "
+            "text, or whether the information should come from a tool or the system prompt."
+        ]
+        return d
+    same_session = [e for e in evidence if e.session == turn.session]
+    if same_session:
+        d.evidence = same_session[:5]
+        _short_term(rctx, strategy, failure, d, what_if)
+    else:
+        _long_term(rctx, failure, d, stores)
+    d.layer = LAYER[d.verdict]
+    return d
+
+
+# --- short-term ---------------------------------------------------------------------------
+
+
+def _short_term(
+    rctx: ReplayContext, strategy: str, failure: Failure, d: Diagnosis, what_if: bool
+) -> None:
+    res = replay(rctx, strategy, [failure.fact], until_turn=failure.at_turn)
+    survival = res.facts[0]
+    last = res.turns[-1]
+    d.details.update(
+        strategy=strategy,
+        budget=rctx.budget,
+        window_tokens=last.tokens["total"],
+        tokens=dict(last.tokens),
+        stated_at_turn=survival.stated_at_turn,
+    )
+    if survival.lost_at_turn is None and survival.kept_by is not None:
+        d.verdict = "in_context"
+        d.details["kept_by"] = survival.kept_by
+        conflicts = _conflicts_in_window(rctx, res.final, failure.fact)
+        if conflicts:
+            d.flags.append("conflict_in_context")
+            d.details["conflicting_ids"] = conflicts
+        d.fixes = _fixes_in_context(d)
+        return
+    d.details["lost_at_turn"] = survival.lost_at_turn
+    d.details["mechanism"] = survival.mechanism
+    d.verdict = (
+        "short_term_summarized_away"
+        if survival.mechanism == "summarized_away"
+        else "short_term_dropped"
+    )
+    if what_if:
+        d.details["what_if"] = what_if_short_term(rctx, failure)
+    d.fixes = _fixes_short_term(d)
+
+
+def kept_at(rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None) -> bool:
+    """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
+    if budget is not None and budget != rctx.budget:
+        settings = rctx.settings.with_overrides(budget=budget)
+        rctx = ReplayContext(
+            rctx.transcript, settings, rctx.counter, rctx.costs, rctx.units, rctx.memory_tokens
+        )
+    s = replay(rctx, strategy, [fact], until_turn=turn).facts[0]
+    return s.kept_by is not None and s.lost_at_turn is None
+
+
+def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
+    """The smallest budget at which the sliding window keeps ``fact`` at ``turn`` (searched).
+
+    Kept-ness is monotone in the budget for the sliding window (the window is always a suffix of
+    the session's messages, longer with a larger budget), so a binary search is exact. None when
+    no budget keeps it (e.g. max_turns evicts it first).
+    """
+    t = rctx.transcript
+    first = t.turns[0].user_index
+    hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
+    if not kept_at(rctx, "sliding_window", fact, turn, hi):
+        return None
+    lo = rctx.costs[first]  # below this even the first message cannot fit
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if kept_at(rctx, "sliding_window", fact, turn, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def what_if_short_term(rctx: ReplayContext, failure: Failure) -> dict[str, Any]:
+    """Which strategies keep the fact at the same budget, and the smallest sliding budget."""
+    from memdiag.strategies import STRATEGIES
+
+    kept = {}
+    for name in STRATEGIES:
+        try:
+            kept[name] = kept_at(rctx, name, failure.fact, failure.at_turn)
+        except ImportError:  # a strategy module that is not installed
+            continue
+    return {
+        "kept_by_strategy": kept,
+        "smallest_sliding_window_budget": smallest_budget(rctx, failure.fact, failure.at_turn),
+    }
+
+
+def _conflicts_in_window(rctx: ReplayContext, view: Any, fact: str) -> list[str]:
+    """Messages in the window that give a different value for the same single-valued field."""
+    from memdiag.extract import default_extractor
+
+    ex = default_extractor()
+    fields = {x.field: x.value.casefold() for x in ex.extract(fact) if x.field in SINGLE_VALUED}
+    if not fields:
+        return []
+    out = []
+    for i in view.indices:
+        m = rctx.transcript.messages[i]
+        if m.role != "user":
+            continue
+        for x in ex.extract(m.content):
+            if x.field in fields and x.value.casefold() != fields[x.field]:
+                out.append(m.id)
+    return out
+
+
+def _fixes_in_context(d: Diagnosis) -> list[str]:
+    kept_by = d.details.get("kept_by")
+    fixes = [
+        f"Memory delivered it: the fact was in the window at turn {d.at_turn} ({kept_by}). "
+        "Look at the prompt and the model, not at memory: instruct the model to check "
+        "constraints, or move the fact closer to the question."
+    ]
+    if "conflict_in_context" in d.flags:
+        fixes.append(
+            "A contradicting statement is in the window too "
+            f"({', '.join(d.details['conflicting_ids'])}): resolve it (keep the latest value only)."
+        )
+    return fixes
+
+
+def _fixes_short_term(d: Diagnosis) -> list[str]:
+    det = d.details
+    fixes = []
+    lost = det.get("lost_at_turn")
+    if d.verdict == "short_term_summarized_away":
+        fixes.append(
+            f"The summary dropped it at turn {lost}: make the summarizer keep constraints and "
+            "strong facts (names, allergies, prohibitions), raise summary_max_tokens, or pin it."
+        )
+    else:
+        fixes.append(
+            f"It was evicted at turn {lost} by {det.get('strategy')} under a budget of "
+            f"{det.get('budget')} tokens."
+        )
+    wi = det.get("what_if", {})
+    keepers = [k for k, v in wi.get("kept_by_strategy", {}).items() if v]
+    if "scratchpad" in keepers:
+        fixes.append("Pin it: the scratchpad strategy keeps this fact pinned at the same budget.")
+    elif keepers:
+        fixes.append(f"Strategies that keep it at the same budget: {', '.join(keepers)}.")
+    smallest = wi.get("smallest_sliding_window_budget")
+    if smallest is not None:
+        fixes.append(
+            f"Raise the sliding-window budget to at least {smallest} tokens "
+            f"(now {det.get('budget')}), or shrink what crowds it out (long tool results)."
+        )
+    fixes.append(
+        "Restate the constraint before the question, or start a clean session that opens with it."
+    )
+    return fixes
+
+
+# --- long-term ----------------------------------------------------------------------------
+
+
+def _long_term(
+    rctx: ReplayContext, failure: Failure, d: Diagnosis, stores: LongTermStores | None
+) -> None:
+    t = rctx.transcript
+    turn = t.turn(failure.at_turn)
+    d.details["evidence_sessions"] = sorted({e.session for e in d.evidence})
+    if stores is None or stores.empty:
+        d.verdict = "long_term_not_written"
+        d.flags.append("no_store_checked")
+        d.details["stores_checked"] = []
+        d.fixes = [
+            "Stated in an earlier session and no long-term store was given, so nothing carried it "
+            "over: long-term memory was never built for this. Write strong facts to a facts file "
+            "(exact key lookup) at the end of each session; check with --facts-file / --chroma.",
+            "No rewording of the prompt will bring it back: fix the write path first.",
+        ]
+        return
+    query = rctx.settings.store.query or t.messages[turn.user_index].content
+    stores.decide(failure.fact, query, rctx.settings, d)
+    if d.verdict == "never_stated":  # decide() found nothing in any store
+        d.verdict = "long_term_not_written"
+
+
+def match_score(fact: str, text: str) -> float:
+    m = match(fact, text)
+    return 0.0 if m is None else m.score

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memdiag.config import Settings
+from memdiag.replay import prepare, replay, run
+from memdiag.render.jsonout import replay_json
+from memdiag.transcript import load
+from tests.conftest import FIXTURES
+from tests.helpers import independent_cost, raw_lines, tiktoken_cache, windows_from_deltas
+
+DEMO = FIXTURES / "demo.jsonl"
+
+
+def demo_json(budget: int, facts=("allergic to peanuts",), **over) -> dict:
+    t = load(DEMO)
+    settings = Settings(budget=budget).with_overrides(**over)
+    report = run(t, settings, facts)
+    return replay_json(t.path, report.encoding, report.budget, report.results)
+
+
+def test_fact_leaves_window_at_known_turn():
+    out = demo_json(400)
+    fact = out["strategies"]["sliding_window"]["facts"][0]
+    assert fact["evidence_id"] == "u1"
+    assert fact["stated_at_turn"] == 1
+    assert fact["lost_at_turn"] == 6
+    assert fact["mechanism"] == "evicted"
+    turn6 = out["strategies"]["sliding_window"]["turns"][5]
+    assert "u1" in turn6["evicted"]
+
+
+def test_fact_kept_with_big_budget():
+    fact = demo_json(5000)["strategies"]["sliding_window"]["facts"][0]
+    assert fact["lost_at_turn"] is None or fact["mechanism"] == "session_end"
+    # with no eviction the fact only leaves with its session (turn 9 starts session 'thu')
+    assert fact["lost_at_turn"] == 9 and fact["mechanism"] == "session_end"
+
+
+@pytest.mark.parametrize("budget", [200, 400, 800])
+def test_window_tokens_equal_independent_tiktoken_count(budget, tmp_path, monkeypatch):
+    """tokens.total equals OpenAI's chat count of system + kept messages + reply priming."""
+    import tiktoken
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_cache(tmp_path)))
+    enc = tiktoken.get_encoding("o200k_base")
+    raw = raw_lines(DEMO)
+    system = [r for r in raw if r.get("role") == "system"]
+    by_id = {r["id"]: r for r in raw if r.get("id")}
+    out = demo_json(budget)["strategies"]["sliding_window"]["turns"]
+    sys_tokens = sum(independent_cost(enc, r) for r in system)
+    for turn, window in zip(out, windows_from_deltas(out)):
+        msgs = sum(independent_cost(enc, by_id[i]) for i in window)
+        assert turn["tokens"]["system"] == sys_tokens
+        assert turn["tokens"]["messages"] == msgs + 3
+        assert turn["tokens"]["total"] == sys_tokens + msgs + 3
+        assert turn["tokens"]["total"] <= budget
+
+
+def test_max_turns_limits_window():
+    out = demo_json(100_000, **{"sliding_window.max_turns": 2})["strategies"]["sliding_window"]
+    t = load(DEMO)
+    turn_of = {m.id: m.turn for m in t.messages}
+    for turn, window in zip(out["turns"], windows_from_deltas(out["turns"])):
+        assert {turn_of[i] for i in window} <= {turn["turn"], turn["turn"] - 1}
+    assert out["facts"][0]["lost_at_turn"] == 3
+
+
+def test_session_start_resets_window():
+    out = demo_json(5000)["strategies"]["sliding_window"]["turns"]
+    first_thu = next(t for t in out if t["session"] == "thu")
+    assert first_thu["session_turn"] == 1
+    assert "u1" in first_thu["dropped_by_session"]
+    assert windows_from_deltas(out)[out.index(first_thu)] == ["u9"]
+
+
+def test_each_message_encoded_once_for_all_strategies(monkeypatch):
+    from memdiag.tokens import TokenCounter
+
+    calls: list[int] = []
+    real = TokenCounter.count_many
+
+    def spy(self, texts):
+        calls.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(TokenCounter, "count_many", spy)
+    t = load(DEMO)
+    rctx = prepare(t, Settings(budget=300))
+    for _ in range(3):
+        replay(rctx, "sliding_window", ["allergic to peanuts"])
+    assert calls == [len(t.messages)]
+
+
+def test_until_turn_stops_and_reports_window():
+    t = load(DEMO)
+    rctx = prepare(t, Settings(budget=400))
+    res = replay(rctx, "sliding_window", until_turn=5)
+    assert [r.turn for r in res.turns] == [1, 2, 3, 4, 5]
+    ids = [t.messages[i].id for i in res.final.indices]
+    assert ids[0] == "u1" and ids[-1] == "u5"
+
+
+def test_json_is_serialisable_and_deltas_small():
+    out = demo_json(300)
+    text = json.dumps(out)
+    turns = out["strategies"]["sliding_window"]["turns"]
+    # deltas: every message id enters exactly once
+    entered = [i for t in turns for i in t["entered"]]
+    assert len(entered) == len(set(entered))
+    assert len(text) < 20_000
