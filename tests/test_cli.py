@@ -89,3 +89,26 @@ def test_help_does_not_import_chromadb():
 def test_version():
     r = invoke("--version")
     assert r.exit_code == 0 and r.stdout.startswith("memdiag ")
+
+
+def test_diagnose_json_contract_and_fail_on():
+    r = invoke("diagnose", DEMO, "--budget", "400", "--format", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    d = out["diagnoses"][0]
+    assert set(d) >= {"fact", "at_turn", "verdict", "layer", "flags", "evidence", "details", "fixes"}
+    assert set(d["evidence"][0]) >= {"id", "turn", "session", "text", "score", "method"}
+    assert [x["verdict"] for x in out["diagnoses"]] == ["short_term_dropped", "long_term_not_written"]
+    assert invoke("diagnose", DEMO, "--budget", "400", "--fail-on", "short_term").exit_code == 1
+    assert invoke("diagnose", DEMO, "--budget", "5000", "--fail-on", "none").exit_code == 1
+    r = invoke("diagnose", DEMO, "--budget", "5000", "--fact", "allergic to peanuts", "--at", "8",
+               "--fail-on", "short_term,long_term")
+    assert r.exit_code == 0
+    assert invoke("diagnose", DEMO, "--fail-on", "middle").exit_code == 2
+
+
+def test_diagnose_table_names_verdict_and_fix():
+    r = invoke("diagnose", DEMO, "--budget", "400")
+    assert r.exit_code == 0
+    assert "short_term_dropped" in r.stdout and "long_term_not_written" in r.stdout
+    assert "Raise the sliding-window budget to at least" in r.stdout

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memdiag.config import Settings
+from memdiag.diagnose import Failure, diagnose, failures_from, kept_at
+from memdiag.errors import UsageError
+from memdiag.replay import prepare
+from memdiag.transcript import load
+from tests.conftest import FIXTURES
+
+DEMO = FIXTURES / "demo.jsonl"
+DEMO_ZH = FIXTURES / "demo_zh.jsonl"
+
+
+def run(path, budget, facts=(), at=None, **over):
+    t = load(path)
+    settings = Settings(budget=budget).with_overrides(**over)
+    return diagnose(t, settings, failures_from(t, facts, at))
+
+
+def test_markers_each_diagnosed():
+    ds = run(DEMO, 400)
+    assert [(d.fact, d.at_turn, d.marker_id) for d in ds] == [
+        ("allergic to peanuts", 8, "a8"),
+        ("prefers window seats", 9, "a9"),
+    ]
+
+
+def test_short_term_dropped_with_evidence_and_eviction_turn():
+    d = run(DEMO, 400)[0]
+    assert d.verdict == "short_term_dropped" and d.layer == "short_term"
+    assert d.evidence[0].id == "u1" and d.evidence[0].method == "exact"
+    assert d.details["lost_at_turn"] == 6 and d.details["mechanism"] == "evicted"
+
+
+def test_long_term_not_written_without_store():
+    d = run(DEMO, 400)[1]
+    assert d.verdict == "long_term_not_written" and d.layer == "long_term"
+    assert "no_store_checked" in d.flags
+    assert d.evidence[0].id == "u3" and d.evidence[0].session == "mon"
+
+
+def test_in_context_when_budget_is_large():
+    d = run(DEMO, 5000)[0]
+    assert d.verdict == "in_context" and d.layer == "none"
+    assert d.details["kept_by"] == "verbatim"
+
+
+def test_never_stated():
+    d = run(DEMO, 400, facts=["vegetarian diet"], at=8)[0]
+    assert d.verdict == "never_stated" and d.layer == "none" and d.evidence == []
+
+
+def test_fact_after_failure_turn_is_not_evidence():
+    # u9 asks about the seat in session 2; asking at turn 1 nothing about seats was said yet
+    d = run(DEMO, 400, facts=["prefer window seats"], at=1)[0]
+    assert d.verdict == "never_stated"
+
+
+def test_chinese_short_and_long_term():
+    short, long_ = run(DEMO_ZH, 300)
+    assert short.verdict == "short_term_dropped"
+    assert short.evidence[0].id == "u1" and short.details["lost_at_turn"] == 7
+    assert long_.verdict == "long_term_not_written" and long_.evidence[0].id == "u3"
+
+
+def test_what_if_budget_is_exact():
+    """Replaying at the suggested budget keeps the fact; one token less loses it."""
+    d = run(DEMO, 400)[0]
+    budget = d.details["what_if"]["smallest_sliding_window_budget"]
+    assert budget is not None and budget > 400
+    rctx = prepare(load(DEMO), Settings(budget=400))
+    assert kept_at(rctx, "sliding_window", d.fact, 8, budget)
+    assert not kept_at(rctx, "sliding_window", d.fact, 8, budget - 1)
+    assert any(str(budget) in f for f in d.fixes)
+
+
+def test_what_if_none_when_max_turns_evicts():
+    d = run(DEMO, 400, **{"sliding_window.max_turns": 2})[0]
+    assert d.verdict == "short_term_dropped"
+    assert d.details["what_if"]["smallest_sliding_window_budget"] is None
+
+
+def test_conflict_in_context_flag(tmp_path):
+    p = tmp_path / "c.jsonl"
+    lines = [
+        {"role": "user", "content": "I live in Berlin."},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "Actually I live in Lisbon now."},
+        {"role": "assistant", "content": "Weather in Berlin is cold.", "forgot": "I live in Lisbon"},
+    ]
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    t = load(p)
+    d = diagnose(t, Settings(budget=1000), failures_from(t))[0]
+    assert d.verdict == "in_context"
+    assert "conflict_in_context" in d.flags and d.details["conflicting_ids"] == ["m1"]
+
+
+def test_at_out_of_range_and_no_markers():
+    t = load(DEMO)
+    with pytest.raises(UsageError, match="turns 1..10"):
+        failures_from(t, ["x"], 11)
+    with pytest.raises(UsageError, match="--at needs --fact"):
+        failures_from(t, (), 3)
+    assert failures_from(t, ["x"]) == [Failure("x", 10)]
