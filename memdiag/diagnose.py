@@ -179,10 +179,7 @@ def _short_term(
 def kept_at(rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None) -> bool:
     """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
     if budget is not None and budget != rctx.budget:
-        settings = rctx.settings.with_overrides(budget=budget)
-        rctx = ReplayContext(
-            rctx.transcript, settings, rctx.counter, rctx.costs, rctx.units, rctx.memory_tokens
-        )
+        rctx = rctx.with_budget(budget)
     s = replay(rctx, strategy, [fact], until_turn=turn).facts[0]
     return s.kept_by is not None and s.lost_at_turn is None
 

@@ -8,6 +8,7 @@ bigrams. Each match reports its method and score so a user can judge it.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -44,7 +45,9 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
+    """A light suffix stripper: allergic/allergies/allergy → allerg."""
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
@@ -76,14 +79,24 @@ def text_terms(text: str) -> tuple[frozenset[str], str]:
 
 def match(fact: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Match | None:
     """How well ``text`` states ``fact``; None below ``threshold``."""
+    words, grams = fact_terms(fact)
+    total = len(words) + len(grams)
     nf = normalize(fact)
     if not nf:
         return None
-    words, grams = fact_terms(fact)
+    # Cheap upper bound first: a term that matches is a substring of the folded text. Most
+    # messages fail here, which keeps evidence search over long transcripts fast.
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if total:
+        needed = math.ceil(threshold * total - 1e-9)
+        present = sum(1 for w in words if w in folded) + sum(1 for g in grams if g in folded)
+        if present < needed:
+            return None
+    elif nf not in folded:
+        return None
     tw, nt = text_terms(text)
     if nf in nt:
         return Match(1.0, "exact")
-    total = len(words) + len(grams)
     if total == 0:
         return None
     hit = len(words & tw) + sum(1 for g in grams if g in nt)

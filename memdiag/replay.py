@@ -11,6 +11,7 @@ O(messages) in time and memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
@@ -20,6 +21,7 @@ from memdiag.strategies.base import PinChange, Strategy
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 
+EVIDENCE_ROLES = ("user", "assistant", "tool")
 SECTIONS = ("system", "scratchpad", "summary", "memories", "messages", "total")
 
 
@@ -70,10 +72,27 @@ class ReplayContext:
     costs: Sequence[int]
     units: list[tuple[int, Unit]]  # (index of the unit's first message, unit), in order
     memory_tokens: int = 0  # injected long-term memories, every turn
+    _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def budget(self) -> int:
         return self.settings.effective_budget()
+
+    def evidence_of(self, fact: str) -> tuple[int, ...]:
+        """Indices of the messages that state ``fact`` (searched once per run and fact)."""
+        found = self._evidence.get(fact)
+        if found is None:
+            found = tuple(
+                m.index
+                for m in self.transcript.messages
+                if m.role in EVIDENCE_ROLES and match(fact, m.content, FUZZY_THRESHOLD)
+            )
+            self._evidence[fact] = found
+        return found
+
+    def with_budget(self, budget: int) -> ReplayContext:
+        """The same counts and evidence under another budget (for what-if searches)."""
+        return dataclasses.replace(self, settings=self.settings.with_overrides(budget=budget))
 
 
 def prepare(
@@ -140,7 +159,7 @@ def replay(
     sctx = StrategyContext(t, rctx.costs, rctx.counter)
     strategy: Strategy = make_strategy(strategy_name, sctx, rctx.settings, budget)
     priming = rctx.counter.overhead.reply_priming
-    tracker = _FactTracker(facts, t)
+    tracker = _FactTracker(facts, rctx)
 
     system_tokens = 0
     units = rctx.units
@@ -210,7 +229,7 @@ def replay(
 class _FactTracker:
     """Incremental fact survival: O(1) per evidence event, O(summary) when the summary changes."""
 
-    def __init__(self, facts: Sequence[str], transcript: Transcript) -> None:
+    def __init__(self, facts: Sequence[str], rctx: ReplayContext) -> None:
         self.facts = list(facts)
         self.active = bool(self.facts)
         self.evidence: dict[int, list[int]] = {}  # message index -> facts it states
@@ -219,12 +238,12 @@ class _FactTracker:
         self.in_summary = [False] * len(self.facts)
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
+        msgs = rctx.transcript.messages
         for k, fact in enumerate(self.facts):
             ids: list[str] = []
-            for m in transcript.messages:
-                if m.role in ("user", "assistant", "tool") and match(fact, m.content, FUZZY_THRESHOLD):
-                    self.evidence.setdefault(m.index, []).append(k)
-                    ids.append(m.id)
+            for i in rctx.evidence_of(fact):
+                self.evidence.setdefault(i, []).append(k)
+                ids.append(msgs[i].id)
             self.state.append(FactSurvival(fact, ids, ids[0] if ids else None))
 
     def update(

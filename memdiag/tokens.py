@@ -142,8 +142,9 @@ class TokenCounter:
         return len(self.encoding.encode(text, disallowed_special=()))
 
     def count_many(self, texts: list[str]) -> list[int]:
-        encoded = self.encoding.encode_ordinary_batch(texts, num_threads=max(1, os.cpu_count() or 1))
-        return [len(e) for e in encoded]
+        # a plain loop: measured faster than encode_ordinary_batch's thread pool here
+        encode = self.encoding.encode_ordinary
+        return [len(encode(t)) if t else 0 for t in texts]
 
     def message_cost(self, role: str, content: str, name: str | None = None) -> int:
         """Tokens one message takes in the window (OpenAI chat format)."""

@@ -1,0 +1,110 @@
+"""Replay benchmark (SPEC §9): all strategies over a generated transcript vs encoding it once.
+
+    python benchmarks/bench_replay.py --messages 100000
+
+Prints the baseline (tiktoken-encoding every message once, measured in the same run), the time
+of a full replay of every strategy (counting included), their ratio (target ≤ 2×), time per
+message at several sizes (flat = O(n)), and the peak resident memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memdiag.config import Settings  # noqa: E402
+from memdiag.replay import prepare, replay  # noqa: E402
+from memdiag.strategies import STRATEGIES  # noqa: E402
+from memdiag.tokens import TokenCounter  # noqa: E402
+from memdiag.transcript.model import RawMessage, RawSession, Transcript, build  # noqa: E402
+
+SENTENCES = [
+    "I'm allergic to peanuts, please remember that.",
+    "Can you find a flight from Berlin to Lisbon on December 12?",
+    "My name is Mia and I live in Berlin.",
+    "I prefer window seats and morning flights.",
+    "Never book me on a red-eye flight.",
+    "What is the weather like in Porto next week?",
+    "The hotel should be under 150 euros a night, ideally in Chiado.",
+    "我对花生过敏，请记住。",
+    "Let's plan a day trip to Sintra with Pena Palace and Quinta da Regaleira.",
+    "Here are three options: TP537 at 07:05 for 214 EUR, FR8542 at 06:20 for 168 EUR.",
+]
+
+
+def generate(n_messages: int, seed: int = 7) -> Transcript:
+    rng = random.Random(seed)
+    items: list[object] = [RawMessage("system", "You are a travel-planning assistant.")]
+    count = 0
+    call = 0
+    session = 0
+    while count < n_messages:
+        if count % 400 == 0:
+            session += 1
+            items.append(RawSession(f"s{session}"))
+        items.append(RawMessage("user", " ".join(rng.sample(SENTENCES, 2))))
+        count += 1
+        if rng.random() < 0.2:
+            call += 1
+            cid = f"c{call}"
+            items.append(RawMessage("assistant", "", tool_calls=(
+                {"id": cid, "function": {"name": "search", "arguments": '{"q": "flights"}'}},)))
+            items.append(RawMessage("tool", rng.choice(SENTENCES) * 3, tool_call_id=cid))
+            count += 2
+        items.append(RawMessage("assistant", " ".join(rng.sample(SENTENCES, 3))))
+        count += 1
+    return build(items, path="<generated>", format="canonical")  # type: ignore[arg-type]
+
+
+def baseline(t: Transcript) -> tuple[float, float]:
+    """(single-thread loop, batched) time to encode every message once with tiktoken."""
+    enc = TokenCounter().encoding
+    texts = [m.content for m in t.messages]
+    start = time.perf_counter()
+    for text in texts:
+        enc.encode_ordinary(text)
+    loop = time.perf_counter() - start
+    start = time.perf_counter()
+    enc.encode_ordinary_batch(texts, num_threads=2)
+    batch = time.perf_counter() - start
+    return loop, batch
+
+
+def full_replay(t: Transcript, facts: list[str]) -> float:
+    start = time.perf_counter()
+    rctx = prepare(t, Settings(budget=4000))
+    for name in STRATEGIES:
+        replay(rctx, name, facts)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--messages", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs")
+    args = ap.parse_args()
+    facts = ["allergic to peanuts", "prefer window seats"]
+    TokenCounter()  # load the encoding outside the timings
+    print(f"strategies: {', '.join(STRATEGIES)}; facts tracked: {len(facts)}")
+    sizes = sorted({max(1000, args.messages // 4), max(1000, args.messages // 2), args.messages})
+    for n in sizes:
+        t = generate(n)
+        loop, batch = min(baseline(t) for _ in range(args.repeat))
+        rep = min(full_replay(t, facts) for _ in range(args.repeat))
+        print(
+            f"{len(t.messages):>8} messages  encode once: loop {loop:6.2f}s batch {batch:6.2f}s"
+            f"  | replay all: {rep:6.2f}s  ratio vs loop {rep / loop:4.2f}x vs batch {rep / batch:4.2f}x"
+            f"  | {rep / len(t.messages) * 1e6:5.1f} µs/message"
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory of this process: {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
