@@ -118,6 +118,11 @@ def errors() -> Iterator[None]:
         _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except BrokenPipeError:
+        # the reader went away (`memdiag convert x | head`): not an error; silence the flush
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(0) from None
     except Exception as exc:
         if _state["debug"]:
             traceback.print_exc()
@@ -407,6 +412,74 @@ def convert(
             write_canonical(t, fp)
         tmp.replace(out)  # never leave a half-written file behind
         stderr().print(f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}")
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  memdiag check memdiag-checks.yaml\n\n"
+        "  memdiag check memdiag-checks.yaml --junit report.xml --jobs 4\n\n"
+        "  memdiag check memdiag-checks.yaml --format json > check.json\n\n"
+        "Spec (paths are relative to the spec file):\n\n"
+        "  version: 1\n\n"
+        "  defaults: {model: gpt-4o, strategy: {name: sliding_window, budget: 2000}}\n\n"
+        "  cases:\n\n"
+        "    - name: allergy stays pinned\n\n"
+        "      transcript: chat.jsonl\n\n"
+        "      strategy: {name: scratchpad, budget: 800}\n\n"
+        "      expect: [{kept: allergic to peanuts, at_turn: 40}]\n\n"
+        "Expectations: kept / lost (at_turn, kept_by), verdict / in_layer (fact, at_turn; default "
+        "every `forgot` marker), fact_key (equals), max_findings {kind: n}. With "
+        "GITHUB_ACTIONS=true each failure is also printed as a ::error annotation."
+    )
+)
+def check(
+    spec: Annotated[Path, typer.Argument(help="Check spec (YAML), e.g. memdiag-checks.yaml.")],
+    output: FormatOpt = OutputFormat.table,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Also write a JUnit XML report here.")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Run cases in this many processes.")
+    ] = 1,
+    config: ConfigOpt = None,
+) -> None:
+    """Run memory regression checks from a spec: facts kept or lost at a turn, verdicts of
+    marked failures, facts-file values, store hygiene. Exit 0 all passed, 1 a check failed,
+    2 the spec is invalid."""
+    code = 0
+    with errors():
+        from memdiag.checks import check as run_checks
+
+        report = run_checks(spec, settings_from(config), jobs)
+        if junit is not None:
+            from memdiag.render.junit import write_junit
+
+            write_junit(report, junit)
+        if output is OutputFormat.json:
+            from memdiag.render.jsonout import check_json
+
+            emit_json(check_json(report))
+        elif output is OutputFormat.jsonl:
+            from memdiag.render.jsonout import check_case_json
+
+            for case in report.cases:
+                sys.stdout.write(json.dumps(check_case_json(case), ensure_ascii=False) + "\n")
+        else:
+            from memdiag.render.console import render_checks
+
+            render_checks(stdout(), report)
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            from memdiag.render.junit import github_annotations
+
+            # The runner reads workflow commands from stdout and stderr alike; stderr keeps
+            # --format json output pure.
+            out = sys.stdout if output is OutputFormat.table else sys.stderr
+            for line in github_annotations(report):
+                out.write(line + "\n")
+            out.flush()
+        code = 0 if report.ok else 1
+    raise typer.Exit(code)
 
 
 def main() -> None:

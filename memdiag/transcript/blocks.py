@@ -24,7 +24,7 @@ def text_of(content: Any) -> tuple[str, dict[str, Any]]:
         for block in content:
             if isinstance(block, str):
                 texts.append(block)
-            elif isinstance(block, dict) and block.get("type") in TEXT_TYPES:
+            elif isinstance(block, dict) and _block_type(block) in TEXT_TYPES:
                 texts.append(str(block.get("text", "")))
             elif isinstance(block, dict):
                 other.append(block)
@@ -32,6 +32,11 @@ def text_of(content: Any) -> tuple[str, dict[str, Any]]:
                 raise ValueError(f"content block of type {type(block).__name__}")
         return "\n".join(texts), ({"blocks": other} if other else {})
     raise ValueError(f"expected a string or a list of content blocks, got {type(content).__name__}")
+
+
+def _block_type(block: dict[str, Any]) -> str | None:
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else None
 
 
 def tool_call_text(tool_calls: tuple[dict[str, Any], ...]) -> str:

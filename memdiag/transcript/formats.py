@@ -96,7 +96,7 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     records: list[tuple[int, Any]] = []
     skipped = 0
     warnings: list[str] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
@@ -113,7 +113,9 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
 
 
 def detect_format(source: Source) -> str:
-    for fmt in FORMATS.values():
+    # a format may declare a higher `priority` to be asked first (anthropic: its
+    # `{"messages": [...]}` would otherwise go to openai); ties keep registration order
+    for fmt in sorted(FORMATS.values(), key=lambda f: -getattr(f, "priority", 0)):
         if fmt.detect(source):
             return fmt.name
     raise InputError(
@@ -147,10 +149,7 @@ def load(
 
 def _ensure_importers() -> None:
     # importers register further formats on import; kept out of module import time
-    try:
-        import memdiag.transcript.importers  # noqa: F401
-    except ImportError:  # pragma: no cover - the module is optional while it is written
-        pass
+    import memdiag.transcript.importers  # noqa: F401
 
 
 # --- helpers shared by readers ------------------------------------------------------------
@@ -250,7 +249,9 @@ class Canonical:
             raise source.error("canonical format is JSON Lines: one object per line", 1)
         for line, obj in source.records:
             if not isinstance(obj, dict):
-                invalid(source, skip_invalid, line, f"expected a JSON object, got {type(obj).__name__}")
+                invalid(
+                    source, skip_invalid, line, f"expected a JSON object, got {type(obj).__name__}"
+                )
                 continue
             kind = obj.get("type")
             try:

@@ -141,6 +141,7 @@ def build(
     messages: list[Message] = []
     turns: list[Turn] = []
     sessions: list[str] = []
+    known_sessions: set[str] = set()  # sessions is ordered; the set keeps lookups O(1)
     session_ts: dict[str, str] = {}
     pending_summaries: list[RawSummary] = []
     summary_after: list[int] = []
@@ -163,10 +164,11 @@ def build(
     def enter_session(sid: str, ts: str | None) -> None:
         nonlocal session, session_turn
         if sid != session:
-            if sid in sessions:
+            if sid in known_sessions:
                 warn.append(f"session {sid!r} resumes after another session; counted as one")
             else:
                 sessions.append(sid)
+                known_sessions.add(sid)
                 session_turn = 0
             session = sid
         if ts and sid not in session_ts:
@@ -221,7 +223,7 @@ def build(
 
     by_id = {m.id: m.index for m in messages}
     summaries = []
-    for raw, after in zip(pending_summaries, summary_after):
+    for raw, after in zip(pending_summaries, summary_after, strict=True):
         if raw.replaces_through is None:
             through = after
         elif raw.replaces_through in by_id:
