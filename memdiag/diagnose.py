@@ -35,8 +35,6 @@ LAYER = {
     "long_term_unchecked": "long_term",
 }
 LAYERS = ("none", "short_term", "long_term")
-# fields that hold one value at a time: two different values in one window contradict
-SINGLE_VALUED = {"name", "location", "timezone", "birthday", "units", "job", "diet"}
 
 
 @dataclass(frozen=True)
@@ -227,7 +225,7 @@ def _conflicts_in_window(rctx: ReplayContext, view: Any, fact: str) -> list[str]
     from memdiag.extract import default_extractor
 
     ex = default_extractor()
-    fields = {x.field: x.value.casefold() for x in ex.extract(fact) if x.field in SINGLE_VALUED}
+    fields = {x.field: x.value.casefold() for x in ex.extract(fact) if not ex.is_multi(x.field)}
     if not fields:
         return []
     out = []

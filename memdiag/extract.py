@@ -1,0 +1,354 @@
+"""Rule-based extraction of key entities (name, allergy, time zone, …) from text (SPEC §1, §4).
+
+Rules are data (``memdiag/data/rules.yaml``, plus an optional user file with the same format):
+each names a field and regexes whose named group ``value`` captures the value. The scratchpad
+strategy pins what they find; ``strong_facts`` finds the SPEC §1 strong facts a replay tracks
+when the user gives no ``--fact``. Precision matters more than recall here: a wrong pin costs
+window tokens and misleads the diagnosis, a missed one only leaves the fact to the window.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from memdiag.errors import InputError
+
+BUILTIN_RULES = "rules.yaml"
+NORMALIZERS = ("none", "lower", "first_lower", "timezone", "units")
+MAX_VALUE_CHARS = 80  # a longer capture is a run-on sentence, not a value
+
+# a value ends where a new clause starts ("peanuts, so no satay please" → "peanuts")
+_CLAUSE_WORDS = (
+    r"\s+(?:but|so|because|since|though|although|which|who|when|if|while|unless|until|"
+    r"except|as well|too|also|anymore|any more|please|thanks|thank you|"
+    r"and (?:I|I'm|my|we|you|it|that|so|also|please|then)|or (?:I|my|we|you|so))\b.*$"
+    r"|(?:但是|但|因为|所以|而且|可是|不过).*$"
+)
+_CLAUSE = re.compile(_CLAUSE_WORDS + r"|\s*[,，。；;:：!！?？(（].*$", re.IGNORECASE | re.DOTALL)
+# for list values ("peanuts, shellfish and eggs") commas separate items instead of ending them
+_CLAUSE_LIST = re.compile(_CLAUSE_WORDS + r"|\s*[。；;:：!！?？(（].*$", re.IGNORECASE | re.DOTALL)
+_SPLIT = re.compile(
+    r"\s*(?:,\s*(?:and|or)\s+|,|，|、|\band\b|\bor\b|&|\bplus\b|和|以及|及|跟|与)\s*"
+)
+_EDGE = re.compile(r"^[\s\"'“”‘’«»「」『』]+|[\s\"'“”‘’«»「」『』.,;:!?。，；：！？、…]+$")
+_ARTICLE = re.compile(r"^(?:the|a|an|some|any)\s+", re.IGNORECASE)
+_CJK_TAIL = re.compile(r"[了的啊呢吧呀哦喔嘛]+$")
+_CN_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """How the scratchpad keeps a field (the ``fields:`` table of a rules file)."""
+
+    strong: bool = False
+    multi: bool = False  # values accumulate instead of overwriting
+    label: str | None = None  # pinned line label; default: the field name
+    label_zh: str | None = None  # label when the value is Chinese/Japanese/Korean
+    # how a Chinese value reads on its line ("{value}过敏": "过敏: 花生过敏"), so that the
+    # pinned text states the fact the way people say it
+    value_zh: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One statement shape: regexes with a named group ``value`` (or a fixed ``value``)."""
+
+    id: str
+    field: str
+    patterns: list[str]
+    strong: bool | None = None  # None: the field's default
+    multi: bool | None = None  # None: the field's default
+    value: str | None = None  # fixed value when the pattern has no `value` group
+    split: bool = False  # "peanuts and shellfish" → two values
+    normalize: str = "none"  # lower | first_lower | timezone | units | none
+    keywords: list[str] = field(default_factory=list)  # prefilter: lowercase substrings
+    trim_clauses: bool = True  # cut the value at clause words and commas
+    ignore_case: bool = False
+
+
+@dataclass(frozen=True)
+class RulesFile:
+    version: int = 1
+    fields: dict[str, Any] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """One value found in a text."""
+
+    field: str  # name, location, timezone, allergy, diet, preference, prohibition, ...
+    value: str  # normalized value, e.g. "peanuts", "Mia", "UTC+8", "metric"
+    strong: bool  # SPEC §1 strong fact
+    span: tuple[int, int]  # of the value in the text (of the whole list for split values)
+    rule: str  # rule id
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    strong: bool
+    regexes: tuple[re.Pattern[str], ...]
+    keywords: tuple[str, ...]
+
+
+class Extractor:
+    """Runs rules over texts. Deterministic: results are ordered by position, then rule order."""
+
+    def __init__(self, rules: list[Rule], fields: dict[str, FieldSpec] | None = None) -> None:
+        self.fields: dict[str, FieldSpec] = dict(fields or {})
+        self.rules = list(rules)
+        compiled = []
+        for rule in self.rules:
+            spec = self.fields.get(rule.field, FieldSpec())
+            flags = re.IGNORECASE if rule.ignore_case else 0
+            compiled.append(
+                _Compiled(
+                    rule,
+                    spec.strong if rule.strong is None else rule.strong,
+                    tuple(re.compile(p, flags) for p in rule.patterns),
+                    tuple(k.casefold() for k in rule.keywords),
+                )
+            )
+        self._compiled = tuple(compiled)
+        # one scan finds every keyword of every rule (instead of `in` per rule and keyword):
+        # at each position the longest keyword matches, and the keywords that are its prefixes
+        # are present too
+        words = sorted({k for c in compiled for k in c.keywords}, key=lambda k: (-len(k), k))
+        self._keyword_scan = (
+            re.compile("(?=(" + "|".join(re.escape(k) for k in words) + "))") if words else None
+        )
+        self._prefixes = {k: frozenset(w for w in words if k.startswith(w)) for k in words}
+        # which rules each keyword wakes up; rules without keywords always run
+        self._always = tuple(n for n, c in enumerate(compiled) if not c.keywords)
+        self._woken: dict[str, tuple[int, ...]] = {
+            k: tuple(n for n, c in enumerate(compiled) if k in c.keywords) for k in words
+        }
+        multi = {f for f, s in self.fields.items() if s.multi}
+        for rule in self.rules:  # a rule may make its field multi-valued (user rules)
+            if rule.multi is not None:
+                (multi.add if rule.multi else multi.discard)(rule.field)
+        self.multi_fields: frozenset[str] = frozenset(multi)
+
+    def is_multi(self, field_name: str) -> bool:
+        """Whether values of ``field_name`` accumulate rather than overwrite."""
+        return field_name in self.multi_fields
+
+    def is_strong(self, field_name: str) -> bool:
+        """The field's default strength (a rule may still mark its own matches strong)."""
+        return self.fields.get(field_name, FieldSpec()).strong
+
+    def label(self, field_name: str, value: str) -> str:
+        """The label of a pinned line: Chinese when the value is, else English."""
+        spec = self.fields.get(field_name, FieldSpec())
+        if spec.label_zh and _has_cjk(value):
+            return spec.label_zh
+        return spec.label or field_name
+
+    def render_value(self, field_name: str, value: str) -> str:
+        """A value as it reads on its pinned line."""
+        spec = self.fields.get(field_name, FieldSpec())
+        if spec.value_zh and _has_cjk(value):
+            return spec.value_zh.replace("{value}", value)
+        return value
+
+    def extract(self, text: str) -> list[Extraction]:
+        """Every value the rules find in ``text``, deduplicated by (field, value)."""
+        if not text:
+            return []
+        present: set[str] = set()
+        if self._keyword_scan is not None:
+            for m in self._keyword_scan.finditer(text.casefold()):
+                present |= self._prefixes[m.group(1)]
+        run = set(self._always)
+        for k in present:
+            run.update(self._woken[k])
+        found: list[Extraction] = []
+        seen: set[tuple[str, str]] = set()
+        for n in sorted(run):  # rule order, so results do not depend on set iteration
+            c = self._compiled[n]
+            for regex in c.regexes:
+                for m in regex.finditer(text):
+                    for value, span in _values(c.rule, m):
+                        key = (c.rule.field, value.casefold())
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        found.append(Extraction(c.rule.field, value, c.strong, span, c.rule.id))
+        found.sort(key=lambda e: e.span[0])  # stable: rule order breaks ties
+        return found
+
+
+def _values(rule: Rule, m: re.Match[str]) -> list[tuple[str, tuple[int, int]]]:
+    if "value" in m.re.groupindex and m.group("value") is not None:
+        raw, span = m.group("value"), m.span("value")
+    elif rule.value is not None:
+        return [(rule.value, m.span())]
+    else:
+        return []
+    if rule.value is not None:  # the pattern only locates; the value is fixed
+        return [(rule.value, span)]
+    if rule.trim_clauses and rule.normalize != "timezone":
+        raw = (_CLAUSE_LIST if rule.split else _CLAUSE).sub("", raw)
+    parts = [p for p in _SPLIT.split(raw)] if rule.split else [raw]
+    out = []
+    for part in parts:
+        value = _normalize(_clean(part), rule.normalize)
+        if value and len(value) <= MAX_VALUE_CHARS:
+            out.append((value, span))
+    return out
+
+
+def _clean(value: str) -> str:
+    value = _EDGE.sub("", value.strip())
+    value = _ARTICLE.sub("", value)
+    if _has_cjk(value):
+        value = _CJK_TAIL.sub("", value)
+    return " ".join(value.split())
+
+
+def _normalize(value: str, how: str) -> str:
+    if not value:
+        return value
+    if how == "lower":
+        return value.lower()
+    if how == "first_lower":
+        # keep "Kyoto" in "never book Kyoto hotels", lower only a sentence-initial capital
+        return value[0].lower() + value[1:] if not value[:2].isupper() else value
+    if how == "timezone":
+        return _timezone(value)
+    if how == "units":
+        return {"公制": "metric", "英制": "imperial"}.get(value, value.lower())
+    return value
+
+
+def _timezone(value: str) -> str:
+    """'utc + 8' → 'UTC+8'; 东八区 / 北京时间 → UTC+8 / UTC+8; IANA names unchanged."""
+    if value == "北京时间":
+        return "UTC+8"
+    m = re.fullmatch(r"([东西])([一二三四五六七八九十]{1,2})区", value)
+    if m:
+        digits = m.group(2)
+        if digits == "十":
+            hours = 10
+        elif digits.startswith("十"):
+            hours = 10 + _CN_DIGITS.get(digits[1], 0)
+        else:
+            hours = _CN_DIGITS.get(digits[0], 0)
+        return f"UTC{'+' if m.group(1) == '东' else '-'}{hours}"
+    m = re.fullmatch(r"(?i)(UTC|GMT)\s*([+\-−])\s*(\d{1,2})(?::?(\d{2}))?", value)
+    if m:
+        sign = "-" if m.group(2) in "-−" else "+"
+        hours = str(int(m.group(3)))
+        minutes = f":{m.group(4)}" if m.group(4) and m.group(4) != "00" else ""
+        return f"{m.group(1).upper()}{sign}{hours}{minutes}"
+    if re.fullmatch(r"(?i)utc|gmt", value):
+        return value.upper()
+    return value
+
+
+def _has_cjk(text: str) -> bool:
+    return re.search(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]", text) is not None
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def load_rules(path: str | Path) -> tuple[list[Rule], dict[str, FieldSpec]]:
+    """Rules and field specs from a rules YAML file; errors name file and line."""
+    from memdiag.yamlio import line_of, load_yaml, to_dataclass
+
+    name = str(path)
+    data = load_yaml(path)
+    if data is None:
+        return [], {}
+    parsed = to_dataclass(RulesFile, data, name)
+    if parsed.version != 1:
+        raise InputError(
+            f"unsupported rules version {parsed.version}; expected 1",
+            path=name,
+            line=line_of(data, "version"),
+        )
+    fields: dict[str, FieldSpec] = {}
+    raw_fields = data.get("fields") or {}
+    for key, spec in raw_fields.items():
+        fields[str(key)] = (
+            to_dataclass(FieldSpec, spec, name, f"fields.{key}")
+            if spec is not None
+            else FieldSpec()
+        )
+    raw_rules = data.get("rules") or []
+    for k, rule in enumerate(parsed.rules):
+        raw = raw_rules[k]
+        _check_rule(rule, raw, name, line_of(raw) or line_of(raw_rules))
+    return parsed.rules, fields
+
+
+def _check_rule(rule: Rule, raw: Any, path: str, line: int | None) -> None:
+    from memdiag.yamlio import line_of
+
+    if not rule.patterns:
+        raise InputError(f"rule {rule.id!r}: needs at least one pattern", path=path, line=line)
+    if rule.normalize not in NORMALIZERS:
+        raise InputError(
+            f"rule {rule.id!r}: unknown normalize {rule.normalize!r}; "
+            f"choose one of: {', '.join(NORMALIZERS)}",
+            path=path,
+            line=line_of(raw, "normalize") or line,
+        )
+    item_lines: list[int] = []
+    patterns_raw = raw.get("patterns") if isinstance(raw, dict) else None
+    if patterns_raw is not None:
+        item_lines = list(getattr(patterns_raw, "item_lines", []))
+    for k, pattern in enumerate(rule.patterns):
+        pline = item_lines[k] if k < len(item_lines) else line
+        try:
+            compiled = re.compile(pattern, re.IGNORECASE if rule.ignore_case else 0)
+        except re.error as exc:
+            raise InputError(
+                f"rule {rule.id!r}: invalid regex: {exc}", path=path, line=pline
+            ) from None
+        if "value" not in compiled.groupindex and rule.value is None:
+            raise InputError(
+                f"rule {rule.id!r}: pattern needs a named group (?P<value>...) "
+                "or the rule a fixed `value:`",
+                path=path,
+                line=pline,
+            )
+
+
+@lru_cache(maxsize=1)
+def _builtin() -> tuple[tuple[Rule, ...], tuple[tuple[str, FieldSpec], ...]]:
+    ref = resources.files("memdiag") / "data" / BUILTIN_RULES
+    with resources.as_file(ref) as path:
+        rules, fields = load_rules(path)
+    return tuple(rules), tuple(fields.items())
+
+
+@lru_cache(maxsize=1)
+def default_extractor() -> Extractor:
+    """The extractor with the built-in English and Chinese rules (cached)."""
+    rules, fields = _builtin()
+    return Extractor(list(rules), dict(fields))
+
+
+def load_extractor(extra_rules_path: str | None) -> Extractor:
+    """Built-in rules plus the user's rules file (its fields override built-in field specs).
+
+    The user's file is read on every call (not cached), so an edited file is picked up.
+    """
+    if not extra_rules_path:
+        return default_extractor()
+    rules, fields = _builtin()
+    extra, extra_fields = load_rules(extra_rules_path)
+    return Extractor([*rules, *extra], {**dict(fields), **extra_fields})
+
+
+def strong_facts(text: str) -> list[Extraction]:
+    """The SPEC §1 strong facts the built-in rules find in ``text``."""
+    return [e for e in default_extractor().extract(text) if e.strong]

@@ -1,0 +1,370 @@
+"""Summarizers for the `summary` strategy (SPEC §4), behind one registry.
+
+A summarizer turns the previous running summary plus the messages being compressed into a new
+summary whose rendered section costs at most ``max_tokens``. **Budget semantics:** the limit
+applies to ``counter.section_cost(summary)`` — the summary text rendered as one system message,
+chat overhead included — which is exactly what the replay reports in the `summary` section.
+
+- ``extractive`` (default): offline and deterministic; keeps the most informative sentences.
+- ``recorded``: never summarizes by itself; the strategy uses the transcript's own summary
+  events verbatim (what the agent really had).
+- ``llm``: any OpenAI-compatible chat endpoint; optional, never needed by tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from memdiag.errors import UnavailableError, UsageError
+
+if TYPE_CHECKING:
+    from memdiag.config import LLMSettings, Settings
+    from memdiag.extract import Extractor
+    from memdiag.tokens import TokenCounter
+
+SUMMARY_HEADER = "Summary of earlier conversation:"
+
+
+class Summarizer(Protocol):
+    """Produces a running summary; ``compresses`` is False for one that only replays events."""
+
+    name: str
+    compresses: bool
+
+    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+        """New summary of ``previous`` + ``messages`` ((role, text) pairs, oldest first)."""
+        ...
+
+    def shrink(self, summary: str, max_tokens: int) -> str:
+        """``summary`` made to cost at most ``max_tokens`` (when the window has no more room)."""
+        ...
+
+
+def truncate_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str:
+    """Cut ``text`` at the end so that ``counter.section_cost(text) <= max_tokens``."""
+    if counter.section_cost(text) <= max_tokens:
+        return text
+    room = max_tokens - counter.section_cost("x") + counter.count("x")  # overhead of the section
+    if room <= 0:
+        return ""
+    tokens = counter.encoding.encode(text, disallowed_special=())
+    n = min(room, len(tokens))
+    while n > 0:
+        # a cut can split a multi-byte character; re-encoding the decoded text may then differ
+        cut = counter.encoding.decode(tokens[:n], errors="ignore").rstrip()
+        if cut and counter.section_cost(cut) <= max_tokens:
+            return cut
+        n -= 1
+    return ""
+
+
+# --- extractive ------------------------------------------------------------------------------
+
+# a sentence ends at . ! ? followed by space (not "3.5" or "e.g.x"), at CJK 。！？； or a newline
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
+_FIRST_PERSON = re.compile(
+    r"(?:\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|my|My|me|mine|we|We|our|Our)\b|我)"
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:never|always|don't|don’t|do not|must|mustn't|cannot|can't|avoid|allergic|allergy|"
+    r"required?|only|no longer)\b|不要|别|必须|总是|从不|过敏|不能|禁止|千万|一定|只",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d")
+_DATE = re.compile(
+    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d|\b\d{4}-\d{2}-\d{2}\b|"
+    r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|[0-9一二三四五六七八九十]+[月日号]"
+)
+_CAPITALIZED = re.compile(r"(?<=[\s,(])[A-Z][a-z]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_LINE = re.compile(r"^(user|assistant|tool|system|summary): (.*)$")
+MIN_WORDS = 3  # "Thanks!" and "Sounds good." carry nothing worth keeping
+MIN_CJK_CHARS = 4
+EXACT_RETRIES = 4  # lines left out by the estimate that are re-tried with an exact count
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split at . ! ? and CJK 。！？； and at newlines."""
+    out = []
+    for part in _BOUNDARY.split(text):
+        s = " ".join(part.split())
+        if s:
+            out.append(s)
+    return out
+
+
+@dataclass(slots=True)
+class _Candidate:
+    role: str
+    text: str
+    order: int  # chronological position: previous summary lines first
+    score: int
+    tokens: int  # of the rendered line, newline included
+
+
+class ExtractiveSummarizer:
+    """Keeps the highest-scoring sentences, in chronological order, within the budget.
+
+    Score: an extractor match (+4, strong +3 more), a constraint word (+3), first person (+2),
+    a user sentence (+1), numbers (+1), dates (+1), capitalised names (+1). Ties go to the more
+    recent sentence. Sentences scoring 0, and very short ones, are never kept. One call costs
+    O(previous summary + new messages): both are split, scored and selected once.
+    """
+
+    name = "extractive"
+    compresses = True
+
+    def __init__(self, counter: TokenCounter, extractor: Extractor | None = None) -> None:
+        from memdiag.extract import default_extractor
+
+        self.counter = counter
+        self.extractor = extractor or default_extractor()
+        # (score, tokens) of summary lines: the previous summary is re-read at every call, and
+        # scoring it again would make a long replay pay for it over and over
+        self._lines: dict[str, tuple[int, int]] = {}
+
+    def score(self, role: str, sentence: str) -> int:
+        """How informative one sentence is (0: not worth keeping)."""
+        cjk = len(_CJK.findall(sentence))
+        if cjk < MIN_CJK_CHARS and len(sentence.split()) < MIN_WORDS:
+            return 0
+        score = 0
+        found = self.extractor.extract(sentence)
+        if found:
+            score += 4 + (3 if any(e.strong for e in found) else 0)
+        if _CONSTRAINT.search(sentence):
+            score += 3
+        if _FIRST_PERSON.search(sentence):
+            score += 2
+        if _NUMBER.search(sentence):
+            score += 1
+        if _DATE.search(sentence):
+            score += 1
+        if _CAPITALIZED.search(sentence):
+            score += 1
+        if score and role == "user":
+            score += 1
+        if role == "tool":
+            score = max(0, score - 2)  # raw tool output is rarely what a user asks about later
+        return score
+
+    def _measure(self, role: str, text: str, key: str) -> tuple[int, int]:
+        known = self._lines.get(key)
+        if known is None:
+            if len(self._lines) > 4096:
+                self._lines.clear()  # bounded memory; entries are cheap to recompute
+            score = self.score(role, text)
+            known = (score, self.counter.count("\n" + key) if score > 0 else 0)
+            self._lines[key] = known
+        return known
+
+    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+        candidates: list[_Candidate] = []
+        seen: set[str] = set()
+        order = 0
+        for line in previous.splitlines():
+            if not line or line == SUMMARY_HEADER:
+                continue
+            m = _LINE.match(line)
+            role, text = (m.group(1), m.group(2)) if m else ("summary", line)
+            order += 1
+            self._add(candidates, seen, role, text, order)
+        for role, text in messages:
+            for sentence in split_sentences(text):
+                order += 1
+                self._add(candidates, seen, role, sentence, order)
+        return self._select(candidates, max_tokens)
+
+    def shrink(self, summary: str, max_tokens: int) -> str:
+        # re-selecting keeps the most informative lines rather than cutting the newest ones
+        return self.summarize(summary, (), max_tokens)
+
+    def _add(self, out: list[_Candidate], seen: set[str], role: str, text: str, order: int) -> None:
+        key = f"{role}: {text}"
+        if key in seen:
+            return
+        score, tokens = self._measure(role, text, key)
+        if score <= 0:
+            return
+        seen.add(key)
+        out.append(_Candidate(role, text, order, score, tokens))
+
+    def _select(self, candidates: list[_Candidate], max_tokens: int) -> str:
+        base = self.counter.section_cost(SUMMARY_HEADER)
+        if not candidates or base >= max_tokens:
+            return ""
+        ranked = sorted(candidates, key=lambda c: (-c.score, -c.order))
+        chosen: list[_Candidate] = []
+        used = base
+        for c in ranked:
+            if used + c.tokens <= max_tokens:
+                chosen.append(c)
+                used += c.tokens
+        text = self._render(chosen) if chosen else ""
+        # per-line counts are an estimate (BPE may merge across a line end, ":\n" is one
+        # token): trim to the exact count, then try a few of the lines left out
+        while chosen and self.counter.section_cost(text) > max_tokens:
+            chosen.pop()  # the lowest-ranked line
+            text = self._render(chosen) if chosen else ""
+        picked = {id(c) for c in chosen}
+        tries = 0
+        for c in ranked:
+            if tries == EXACT_RETRIES:
+                break
+            if id(c) in picked or base + c.tokens > max_tokens + 1:
+                continue
+            tries += 1
+            longer = self._render([*chosen, c])
+            if self.counter.section_cost(longer) <= max_tokens:
+                chosen.append(c)
+                picked.add(id(c))
+                text = longer
+        return text
+
+    @staticmethod
+    def _render(chosen: list[_Candidate]) -> str:
+        lines = [f"{c.role}: {c.text}" for c in sorted(chosen, key=lambda c: c.order)]
+        return "\n".join([SUMMARY_HEADER, *lines])
+
+
+# --- recorded --------------------------------------------------------------------------------
+
+
+class RecordedSummarizer:
+    """The transcript's own summary events; the strategy applies them, this never compresses."""
+
+    name = "recorded"
+    compresses = False
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+
+    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+        return previous
+
+    def shrink(self, summary: str, max_tokens: int) -> str:
+        return truncate_to_tokens(self.counter, summary, max_tokens)
+
+
+# --- llm -------------------------------------------------------------------------------------
+
+LLM_SYSTEM = (
+    "You maintain the running summary of a conversation between a user and an assistant. "
+    "Keep every fact the assistant will need later: names, numbers, dates, places, "
+    "preferences, and above all constraints (allergies, medical facts, prohibitions, "
+    "time zone, units) stated exactly. Write plain sentences, no preamble."
+)
+
+
+class LLMSummarizer:
+    """Any OpenAI-compatible chat endpoint (POST {base_url}/chat/completions) via urllib."""
+
+    name = "llm"
+    compresses = True
+
+    def __init__(self, counter: TokenCounter, llm: LLMSettings) -> None:
+        if not llm.base_url or not llm.model:
+            raise UsageError(
+                "the llm summarizer needs llm.base_url and llm.model in the config file"
+            )
+        self.counter = counter
+        self.settings = llm
+        self.url = llm.base_url.rstrip("/") + "/chat/completions"
+
+    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+        room = max_tokens - self.counter.section_cost("x") + self.counter.count("x")
+        if room <= 0:
+            return ""
+        transcript = "\n".join(f"{role}: {text}" for role, text in messages)
+        prompt = (
+            f"Previous summary:\n{previous or '(none)'}\n\nNew messages:\n{transcript}\n\n"
+            f"Write the updated summary in at most {room} tokens."
+        )
+        body = {
+            "model": self.settings.model,
+            "messages": [
+                {"role": "system", "content": LLM_SYSTEM},
+                {"role": "user", "content": prompt},
+            ],
+            "temperature": 0,
+            "max_tokens": room,
+        }
+        reply = self._post(body)
+        return truncate_to_tokens(self.counter, reply.strip(), max_tokens)
+
+    def shrink(self, summary: str, max_tokens: int) -> str:
+        # no second request: cutting is deterministic and free
+        return truncate_to_tokens(self.counter, summary, max_tokens)
+
+    def _post(self, body: dict[str, object]) -> str:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.settings.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        data = json.dumps(body).encode("utf-8")
+        attempts = max(0, self.settings.max_retries) + 1
+        last = ""
+        for attempt in range(attempts):
+            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.settings.timeout) as response:
+                    payload = json.loads(response.read().decode("utf-8"))
+                return str(payload["choices"][0]["message"]["content"] or "")
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code} {exc.reason}"
+                if exc.code < 500 and exc.code != 429:
+                    break  # a client error does not go away by retrying
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                last = str(getattr(exc, "reason", exc))
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise UnavailableError(
+                    f"llm summarizer: {self.url} did not answer with a chat completion"
+                ) from None
+            if attempt + 1 < attempts:
+                time.sleep(min(2.0, 0.25 * 2**attempt))
+        raise UnavailableError(f"llm summarizer: cannot reach {self.url}: {last}")
+
+
+SummarizerFactory = Callable[["TokenCounter", "Settings", "Extractor | None"], Summarizer]
+
+
+def _extractive(
+    counter: TokenCounter, settings: Settings, extractor: Extractor | None
+) -> Summarizer:
+    return ExtractiveSummarizer(counter, extractor)
+
+
+def _recorded(counter: TokenCounter, settings: Settings, extractor: Extractor | None) -> Summarizer:
+    return RecordedSummarizer(counter)
+
+
+def _llm(counter: TokenCounter, settings: Settings, extractor: Extractor | None) -> Summarizer:
+    return LLMSummarizer(counter, settings.llm)
+
+
+SUMMARIZERS: dict[str, SummarizerFactory] = {
+    "extractive": _extractive,
+    "recorded": _recorded,
+    "llm": _llm,
+}
+
+
+def make_summarizer(
+    name: str, counter: TokenCounter, settings: Settings, extractor: Extractor | None = None
+) -> Summarizer:
+    """The summarizer ``name`` from the registry; UsageError for an unknown name."""
+    try:
+        factory = SUMMARIZERS[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown summarizer {name!r}; choose one of: {', '.join(SUMMARIZERS)}"
+        ) from None
+    return factory(counter, settings, extractor)
