@@ -53,7 +53,7 @@ def _windows(transcript, res):
         yield r, window
 
 
-STRATEGY_NAMES = ["sliding_window"]
+STRATEGY_NAMES = ["sliding_window", "summary", "scratchpad"]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

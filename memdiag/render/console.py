@@ -222,3 +222,31 @@ def _fmt(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(_fmt(v) for v in value)
     return str(value)
+
+
+def render_checks(console: Console, report: object) -> None:
+    """`memdiag check`: one line per case (✓/✗), each failure explained under its case."""
+    from memdiag.checks import CheckReport
+
+    assert isinstance(report, CheckReport)
+    for case in report.cases:
+        line = Text()
+        if case.passed:
+            line.append("✓ ", style="bold green")
+        else:
+            line.append("✗ ", style="bold red")
+        line.append(case.name)
+        line.append(f"  {case.expectations} expectation(s), {case.duration_s:.2f}s", style="dim")
+        console.print(line, soft_wrap=True)
+        for failure, at in zip(case.failures, case.failure_lines, strict=True):
+            detail = Text("    ")
+            detail.append(f"line {at}: ", style="dim")
+            detail.append(failure)
+            # one line per failure even in a narrow CI log, so it stays greppable
+            console.print(detail, soft_wrap=True)
+    style = "bold green" if report.failed == 0 else "bold red"
+    console.print(
+        f"{report.passed} passed, {report.failed} failed ({len(report.cases)} case(s) in "
+        f"{escape(report.spec)})",
+        style=style,
+    )

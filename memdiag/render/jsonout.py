@@ -102,3 +102,35 @@ def diagnosis_json(d: Any) -> dict[str, Any]:
 
 def diagnose_json(transcript: str, diagnoses: Sequence[Any]) -> dict[str, Any]:
     return {"transcript": transcript, "diagnoses": [diagnosis_json(d) for d in diagnoses]}
+
+
+def check_case_json(case: Any) -> dict[str, Any]:
+    """One case of `check --format json` (also one line of `--format jsonl`).
+
+    Durations are left out on purpose: the document is then byte-identical between runs and
+    between `--jobs` values, so CI can diff it; JUnit carries the timings.
+    """
+    from memdiag.checks import CaseResult
+
+    assert isinstance(case, CaseResult)
+    return {
+        "name": case.name,
+        "passed": case.passed,
+        "failures": list(case.failures),
+        "line": case.line,
+        "failure_lines": list(case.failure_lines),
+        "expectations": case.expectations,
+    }
+
+
+def check_json(report: Any) -> dict[str, Any]:
+    """`check --format json` (SPEC §5): ``{"cases": [...], "passed", "failed"}``."""
+    from memdiag.checks import CheckReport
+
+    assert isinstance(report, CheckReport)
+    return {
+        "spec": report.spec,
+        "cases": [check_case_json(c) for c in report.cases],
+        "passed": report.passed,
+        "failed": report.failed,
+    }

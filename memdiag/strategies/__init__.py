@@ -48,4 +48,12 @@ def make_strategy(name: str, ctx: StrategyContext, settings: Settings, budget: i
     return factory(ctx, settings, budget)
 
 
-__all__ = ["STRATEGIES", "Fit", "Strategy", "StrategyContext", "Unit", "WindowView", "make_strategy"]
+__all__ = [
+    "STRATEGIES",
+    "Fit",
+    "Strategy",
+    "StrategyContext",
+    "Unit",
+    "WindowView",
+    "make_strategy",
+]
