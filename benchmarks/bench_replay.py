@@ -24,18 +24,35 @@ from memdiag.strategies import STRATEGIES  # noqa: E402
 from memdiag.tokens import TokenCounter  # noqa: E402
 from memdiag.transcript.model import RawMessage, RawSession, Transcript, build  # noqa: E402
 
-SENTENCES = [
+# Ordinary conversation, with a strong fact stated in about one user message in twenty: the
+# density of the fixtures (and of the LoCoMo sample). Numbers vary so no two messages are equal.
+NEUTRAL = [
+    "Can you find a flight from Berlin to Lisbon on December {n}?",
+    "What is the weather like in Porto next week?",
+    "The hotel should be under {n} euros a night, ideally in Chiado.",
+    "Let's plan a day trip to Sintra with Pena Palace and Quinta da Regaleira.",
+    "Here are three options: TP537 at 07:05 for {n} EUR, FR8542 at 06:20 for 168 EUR.",
+    "How long does the train from Lisbon to Porto take?",
+    "Which museums are open on Mondays?",
+    "Could you compare the two hotels for me, option {n} and the one near the river?",
+    "I think the second itinerary works better for the family.",
+    "That sounds good, let's go with it.",
+    "请帮我查一下从上海到成都的高铁，大概{n}元以内。",
+    "What time should we leave to catch the {n} bus to Cascais?",
+    "Is it easy to get around by tram in the old town?",
+    "Let me check with my partner and get back to you about day {n}.",
+]
+FACTS = [
     "I'm allergic to peanuts, please remember that.",
-    "Can you find a flight from Berlin to Lisbon on December 12?",
     "My name is Mia and I live in Berlin.",
     "I prefer window seats and morning flights.",
     "Never book me on a red-eye flight.",
-    "What is the weather like in Porto next week?",
-    "The hotel should be under 150 euros a night, ideally in Chiado.",
     "我对花生过敏，请记住。",
-    "Let's plan a day trip to Sintra with Pena Palace and Quinta da Regaleira.",
-    "Here are three options: TP537 at 07:05 for 214 EUR, FR8542 at 06:20 for 168 EUR.",
 ]
+
+
+def _say(rng: random.Random, k: int) -> str:
+    return " ".join(s.format(n=rng.randint(1, 999)) for s in rng.sample(NEUTRAL, k))
 
 
 def generate(n_messages: int, seed: int = 7) -> Transcript:
@@ -48,16 +65,19 @@ def generate(n_messages: int, seed: int = 7) -> Transcript:
         if count % 400 == 0:
             session += 1
             items.append(RawSession(f"s{session}"))
-        items.append(RawMessage("user", " ".join(rng.sample(SENTENCES, 2))))
+        text = _say(rng, rng.randint(1, 2))
+        if rng.random() < 0.05:
+            text = rng.choice(FACTS) + " " + text
+        items.append(RawMessage("user", text))
         count += 1
         if rng.random() < 0.2:
             call += 1
             cid = f"c{call}"
             items.append(RawMessage("assistant", "", tool_calls=(
                 {"id": cid, "function": {"name": "search", "arguments": '{"q": "flights"}'}},)))
-            items.append(RawMessage("tool", rng.choice(SENTENCES) * 3, tool_call_id=cid))
+            items.append(RawMessage("tool", _say(rng, 4), tool_call_id=cid))
             count += 2
-        items.append(RawMessage("assistant", " ".join(rng.sample(SENTENCES, 3))))
+        items.append(RawMessage("assistant", _say(rng, 3)))
         count += 1
     return build(items, path="<generated>", format="canonical")  # type: ignore[arg-type]
 
@@ -89,7 +109,7 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs")
     args = ap.parse_args()
-    facts = ["allergic to peanuts", "prefer window seats"]
+    facts = ["allergic to peanuts", "prefers window seats"]
     TokenCounter()  # load the encoding outside the timings
     print(f"strategies: {', '.join(STRATEGIES)}; facts tracked: {len(facts)}")
     sizes = sorted({max(1000, args.messages // 4), max(1000, args.messages // 2), args.messages})

@@ -106,3 +106,24 @@ def test_at_out_of_range_and_no_markers():
     with pytest.raises(UsageError, match="--at needs --fact"):
         failures_from(t, (), 3)
     assert failures_from(t, ["x"]) == [Failure("x", 10)]
+
+
+ALLERGY = FIXTURES / "allergy.jsonl"
+
+
+def test_summarized_away_by_recorded_summary():
+    d = run(ALLERGY, 1500, strategy="summary", **{"summary.summarizer": "recorded"})[0]
+    assert d.verdict == "short_term_summarized_away" and d.layer == "short_term"
+    assert d.details["mechanism"] == "summarized_away" and d.details["lost_at_turn"] == 23
+    assert d.details["what_if"]["kept_by_strategy"]["scratchpad"] is True
+    assert any("Pin it" in f for f in d.fixes)
+
+
+def test_extractive_summary_keeps_allergy_in_context():
+    d = run(ALLERGY, 800, strategy="summary")[0]
+    assert d.verdict == "in_context" and d.details["kept_by"] == "summary"
+
+
+def test_scratchpad_keeps_allergy_pinned():
+    d = run(ALLERGY, 800, strategy="scratchpad")[0]
+    assert d.verdict == "in_context" and d.details["kept_by"] == "pinned"
