@@ -81,8 +81,12 @@ CASE_KEYS = ("name", "transcript", "strategy", "store", "model", "encoding", "ex
 
 # `strategy:` mapping keys → Settings field (dotted for sections). Strategy options come from
 # the Settings dataclasses, so a new option is accepted in specs as soon as config has it.
-_STRATEGY_TOP = {"name": "strategy", "budget": "budget", "keep_system": "keep_system",
-                 "reserve_output": "reserve_output"}
+_STRATEGY_TOP = {
+    "name": "strategy",
+    "budget": "budget",
+    "keep_system": "keep_system",
+    "reserve_output": "reserve_output",
+}
 _STRATEGY_SECTIONS: dict[str, type] = {
     "sliding_window": SlidingWindowSettings,
     "summary": SummarySettings,
@@ -167,8 +171,14 @@ class CheckReport:
 
 def _kind(value: Any) -> str:
     # isinstance, not type(): YAML mappings and lists arrive as LineDict / LineList
-    for tp, name in ((bool, "a boolean"), (dict, "a mapping"), (list, "a list"),
-                     (int, "an integer"), (float, "a number"), (str, "a string")):
+    for tp, name in (
+        (bool, "a boolean"),
+        (dict, "a mapping"),
+        (list, "a list"),
+        (int, "an integer"),
+        (float, "a number"),
+        (str, "a string"),
+    ):
         if isinstance(value, tp):
             return name
     return "nothing" if value is None else type(value).__name__
@@ -332,8 +342,10 @@ class _Parser:
             typed = self.typed(f"store.{key}", value, s.line_of(key), f"store.{key}")
             if key == "facts_file" and typed is not None:
                 typed = self.path_of(typed, "store.facts_file", s.line_of(key))
-            elif key == "chroma" and typed is not None and not typed.startswith(
-                ("http://", "https://")
+            elif (
+                key == "chroma"
+                and typed is not None
+                and not typed.startswith(("http://", "https://"))
             ):
                 typed = self.path_of(typed, "store.chroma", s.line_of(key))
             out[f"store.{key}"] = typed
@@ -409,8 +421,14 @@ class _Parser:
             kept_by = None
             if "kept_by" in e:
                 kept_by = self.choice(e["kept_by"], KEPT_BY, "kept_by", e.line_of("kept_by"))
-            return Expectation(kind, line, self.text(value, kind, vline), at_turn=at_turn,
-                               at_turn_line=e.line_of("at_turn"), kept_by=kept_by)
+            return Expectation(
+                kind,
+                line,
+                self.text(value, kind, vline),
+                at_turn=at_turn,
+                at_turn_line=e.line_of("at_turn"),
+                kept_by=kept_by,
+            )
         if kind in DIAGNOSIS_KINDS:
             from memdiag.diagnose import LAYER, LAYERS
 
@@ -423,8 +441,9 @@ class _Parser:
                     "own turn)",
                     e.line_of("at_turn"),
                 )
-            return Expectation(kind, line, subject, fact=fact, at_turn=at_turn,
-                               at_turn_line=e.line_of("at_turn"))
+            return Expectation(
+                kind, line, subject, fact=fact, at_turn=at_turn, at_turn_line=e.line_of("at_turn")
+            )
         if kind == "fact_key":
             equals = None
             if "equals" in e:
@@ -508,7 +527,8 @@ def run_case(case: Case, spec_path: str = "") -> CaseResult:
             if not transcript.turns:
                 raise InputError(
                     f"case {case.name!r}: {case.transcript} has no user messages, so no turns",
-                    path=spec_path or None, line=case.line,
+                    path=spec_path or None,
+                    line=case.line,
                 )
             s = case.settings.store
             needs_replay = any(e.kind in REPLAY_KINDS for e in exps)
@@ -723,17 +743,7 @@ def _audit(settings: Settings) -> Any:
             from memdiag.stores.chroma import open_chroma
 
             store = stack.enter_context(open_chroma(s.chroma))
-        return audit(facts, store, s.collection, _audit_settings(settings))
-
-
-def _audit_settings(settings: Settings) -> Any:
-    """The audit module's own settings type, filled from the config's `audit:` section."""
-    # config.AuditSettings is the YAML schema; the audit takes its own (superset) dataclass.
-    from memdiag.stores.audit import AuditSettings as cls
-
-    names = {f.name for f in dataclasses.fields(cls)}
-    values = {k: v for k, v in dataclasses.asdict(settings.audit).items() if k in names}
-    return cls(**values)
+        return audit(facts, store, s.collection, settings.audit_settings())
 
 
 def _run_indexed(args: tuple[Case, str]) -> CaseResult:

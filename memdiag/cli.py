@@ -130,7 +130,9 @@ def errors() -> Iterator[None]:
         fd, path = tempfile.mkstemp(prefix="memdiag-traceback-", suffix=".txt")
         with os.fdopen(fd, "w") as fp:
             traceback.print_exc(file=fp)
-        _fail(f"internal error: {type(exc).__name__}: {exc} (traceback: {path}; --debug shows it)", 3)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (traceback: {path}; --debug shows it)", 3
+        )
 
 
 def stdout() -> Any:
@@ -152,7 +154,9 @@ def emit_json(obj: Any) -> None:
 
 
 @contextmanager
-def progress_bar(total: int, label: str, threshold: int = 2000) -> Iterator[Callable[[int], None] | None]:
+def progress_bar(
+    total: int, label: str, threshold: int = 2000
+) -> Iterator[Callable[[int], None] | None]:
     """A progress bar on stderr for long runs on a terminal; None otherwise."""
     if total < threshold or not sys.stderr.isatty():
         yield None
@@ -175,6 +179,31 @@ def progress_bar(total: int, label: str, threshold: int = 2000) -> Iterator[Call
                 bar.update(task, completed=done)
 
         yield advance
+
+
+@contextmanager
+def count_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A (done, total) progress bar on stderr, shown once a run is large, on a terminal only."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None, visible=False)
+
+        def tick(done: int, total: int) -> None:
+            if total >= 5000:
+                bar.update(task, completed=done, total=total, visible=True)
+
+        yield tick
 
 
 def settings_from(config: Path | None, **flags: Any):  # type: ignore[no-untyped-def]
@@ -206,7 +235,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_callback(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
@@ -325,7 +356,9 @@ def diagnose(
     top_k: TopKOpt = None,
     fail_on: Annotated[
         str | None,
-        typer.Option(help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."),
+        typer.Option(
+            help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."
+        ),
     ] = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
@@ -337,13 +370,16 @@ def diagnose(
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
-        from memdiag.diagnose import LAYERS, diagnose as run_diagnose, failures_from
+        from memdiag.diagnose import LAYERS, failures_from
+        from memdiag.diagnose import diagnose as run_diagnose
         from memdiag.errors import UsageError
 
         layers = [x.strip() for x in fail_on.split(",") if x.strip()] if fail_on else []
         bad = [x for x in layers if x not in LAYERS]
         if bad:
-            raise UsageError(f"--fail-on: unknown layer {bad[0]!r}; choose from {', '.join(LAYERS)}")
+            raise UsageError(
+                f"--fail-on: unknown layer {bad[0]!r}; choose from {', '.join(LAYERS)}"
+            )
         settings = settings_from(
             config,
             strategy=strategy,
@@ -381,6 +417,90 @@ def diagnose(
                     sys.stdout.write(json.dumps(diagnosis_json(d), ensure_ascii=False) + "\n")
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
+    raise typer.Exit(code)
+
+
+@app.command(
+    "inspect-store",
+    epilog=(
+        "Examples:\n\n"
+        "  memdiag inspect-store --facts-file facts.json\n\n"
+        "  memdiag inspect-store --chroma ./chroma_db --collection memories --format json\n\n"
+        "  memdiag inspect-store --facts-file facts.json --chroma http://127.0.0.1:8000 "
+        "--fail-on warning"
+    ),
+)
+def inspect_store(
+    facts_file: FactsFileOpt = None,
+    chroma: ChromaOpt = None,
+    collection: CollectionOpt = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Embedding cosine at or above which two entries are near-duplicates."),
+    ] = None,
+    stale_after_days: Annotated[
+        int | None, typer.Option(help="Report entries older than this many days as stale.")
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            help="Exit 1 when a finding has this severity or worse: error, warning, info."
+        ),
+    ] = None,
+    output: FormatOpt = OutputFormat.table,
+    config: ConfigOpt = None,
+) -> None:
+    """Audit long-term stores: a JSON facts file and/or a Chroma collection (read-only).
+
+    Finds duplicates, near-duplicates, conflicts, stale entries, strong facts kept only in the
+    vector store, distance-metric pitfalls, missing metadata and facts-file/vector disagreements."""
+    code = 0
+    with errors():
+        from memdiag.errors import UsageError
+        from memdiag.stores.audit import SEVERITIES, audit
+
+        if fail_on is not None and fail_on not in SEVERITIES:
+            raise UsageError(
+                f"--fail-on: unknown severity {fail_on!r}; choose from {', '.join(SEVERITIES)}"
+            )
+        settings = settings_from(
+            config,
+            **{
+                "store.facts_file": str(facts_file) if facts_file else None,
+                "store.chroma": chroma,
+                "store.collection": collection,
+                "audit.near_duplicate_threshold": threshold,
+                "audit.stale_after_days": stale_after_days,
+            },
+        )
+        if not (settings.store.facts_file or settings.store.chroma):
+            raise UsageError("nothing to inspect: pass --facts-file FILE and/or --chroma PATH|URL")
+        stores = open_stores(settings)
+        assert stores is not None
+        try:
+            with count_progress("auditing") as tick:
+                report = audit(
+                    stores.facts,
+                    stores.chroma,
+                    settings.store.collection,
+                    settings.audit_settings(),
+                    tick,
+                )
+        finally:
+            stores.close()
+        if output is OutputFormat.table:
+            from memdiag.render.console import render_audit
+
+            render_audit(stdout(), report)
+        elif output is OutputFormat.json:
+            emit_json(report.to_dict())
+        else:
+            for f in report.findings:
+                sys.stdout.write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
+        if fail_on is not None:
+            worst = SEVERITIES.index(fail_on)
+            if any(SEVERITIES.index(f.severity) <= worst for f in report.findings):
+                code = 1
     raise typer.Exit(code)
 
 

@@ -74,13 +74,12 @@ def failures_from(
     if at is not None:
         raise UsageError("--at needs --fact (markers carry their own turn)")
     found = [
-        Failure(m.forgot, m.turn, m.id)
-        for m in transcript.messages
-        if m.forgot and m.turn > 0
+        Failure(m.forgot, m.turn, m.id) for m in transcript.messages if m.forgot and m.turn > 0
     ]
     if not found:
         raise UsageError(
-            f"{transcript.path}: no `forgot` markers; pass --fact TEXT [--at TURN] to diagnose a fact"
+            f"{transcript.path}: no `forgot` markers; "
+            "pass --fact TEXT [--at TURN] to diagnose a fact"
         )
     return found
 
@@ -174,7 +173,9 @@ def _short_term(
     d.fixes = _fixes_short_term(d)
 
 
-def kept_at(rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None) -> bool:
+def kept_at(
+    rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
+) -> bool:
     """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
     if budget is not None and budget != rctx.budget:
         rctx = rctx.with_budget(budget)

@@ -67,7 +67,9 @@ def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     for run in re.findall(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+", norm):
         chars = [c for c in run if c not in CJK_STOP]
         grams.update(chars)
-        grams.update(run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= CJK_STOP)
+        grams.update(
+            run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= CJK_STOP
+        )
     return words, frozenset(grams)
 
 
@@ -139,6 +141,8 @@ def find_evidence(
             continue
         hit = match(fact, m.content, threshold)
         if hit is not None:
-            found.append(Evidence(m.index, m.id, m.turn, m.session, m.content, hit.score, hit.method))
+            found.append(
+                Evidence(m.index, m.id, m.turn, m.session, m.content, hit.score, hit.method)
+            )
     found.sort(key=lambda e: (-e.score, -e.index))
     return found

@@ -39,7 +39,9 @@ class LongTermStores:
     collection: str | None
 
     @classmethod
-    def open(cls, facts_file: str | None, chroma: str | None, collection: str | None) -> LongTermStores:
+    def open(
+        cls, facts_file: str | None, chroma: str | None, collection: str | None
+    ) -> LongTermStores:
         facts = None
         store = None
         if facts_file:
@@ -65,12 +67,16 @@ class LongTermStores:
         if self.facts is not None:
             out.append(f"facts file {self.facts.path}")
         if self.chroma is not None:
-            out.append(f"chroma {self.chroma.spec}" + (f" [{self.collection}]" if self.collection else ""))
+            out.append(
+                f"chroma {self.chroma.spec}" + (f" [{self.collection}]" if self.collection else "")
+            )
         return out
 
     # -- profile injection -------------------------------------------------------------------
 
-    def injected_profile(self, counter: TokenCounter, max_tokens: int) -> tuple[list[FactEntry], int]:
+    def injected_profile(
+        self, counter: TokenCounter, max_tokens: int
+    ) -> tuple[list[FactEntry], int]:
         """Facts-file entries that fit the injection budget, in file order, and their tokens."""
         if self.facts is None:
             return [], 0
@@ -87,7 +93,9 @@ class LongTermStores:
     def injected_tokens(self, settings: Settings) -> int:
         from memdiag.tokens import TokenCounter, encoding_name_for
 
-        counter = TokenCounter(encoding_name_for(settings.model, settings.encoding), settings.chat_overhead)
+        counter = TokenCounter(
+            encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
+        )
         return self.injected_profile(counter, settings.store.inject_max_tokens)[1]
 
     # -- the decision ------------------------------------------------------------------------
@@ -96,7 +104,9 @@ class LongTermStores:
         """Set d.verdict/details/flags/fixes for a fact stated only in earlier sessions."""
         from memdiag.tokens import TokenCounter, encoding_name_for
 
-        counter = TokenCounter(encoding_name_for(settings.model, settings.encoding), settings.chat_overhead)
+        counter = TokenCounter(
+            encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
+        )
         d.details["stores_checked"] = self.checked()
         d.details["query"] = query
         strong = _is_strong(fact, [e.text for e in d.evidence])
@@ -116,12 +126,19 @@ class LongTermStores:
             d.verdict = "long_term_not_written"
             d.fixes = [
                 "Long-term memory was never built for this: no store holds it "
-                f"({'; '.join(self.checked())}). Add a write path: extract facts at session end and "
-                + ("save this strong fact by key in the facts file." if strong else "embed them into the store."),
+                f"({'; '.join(self.checked())}). Add a write path: extract facts at session "
+                "end and "
+                + (
+                    "save this strong fact by key in the facts file."
+                    if strong
+                    else "embed them into the store."
+                ),
                 "No rewording of the prompt will bring it back.",
             ]
 
-    def _facts_file(self, fact: str, counter: TokenCounter, settings: Settings, d: Diagnosis) -> bool:
+    def _facts_file(
+        self, fact: str, counter: TokenCounter, settings: Settings, d: Diagnosis
+    ) -> bool:
         assert self.facts is not None
         found = _facts_entry(self.facts, fact)
         if found is None:
@@ -186,7 +203,9 @@ class LongTermStores:
             d.fixes = [f"Retrieval was not checked: {reason}"]
             return True
         count = self.chroma.collection_info(record.collection).count
-        hits = self.chroma.query(record.collection, query, min(count, max(top_k, RANK_SEARCH_DEPTH)))
+        hits = self.chroma.query(
+            record.collection, query, min(count, max(top_k, RANK_SEARCH_DEPTH))
+        )
         wanted = {r.id for r in records if r.collection == record.collection}
         own = next((h for h in hits if h.id in wanted), None)
         max_distance = settings.store.max_distance
@@ -196,11 +215,15 @@ class LongTermStores:
             "rank": own.rank if own else None,
             "distance": round(own.distance, 6) if own else None,
             "searched": len(hits),
-            "top": [{"id": h.id, "rank": h.rank, "distance": round(h.distance, 6)} for h in hits[:top_k]],
+            "top": [
+                {"id": h.id, "rank": h.rank, "distance": round(h.distance, 6)} for h in hits[:top_k]
+            ],
         }
         d.details["retrieval"] = retrieval
-        retrieved = own is not None and own.rank <= top_k and (
-            max_distance is None or own.distance <= max_distance
+        retrieved = (
+            own is not None
+            and own.rank <= top_k
+            and (max_distance is None or own.distance <= max_distance)
         )
         if not retrieved:
             d.verdict = "long_term_not_retrieved"
@@ -234,9 +257,7 @@ class LongTermStores:
         injected = 0
         cut = False
         for h in hits[:top_k]:
-            injected = counter.section_cost(
-                "\n".join(x.document or "" for x in hits[: h.rank])
-            )
+            injected = counter.section_cost("\n".join(x.document or "" for x in hits[: h.rank]))
             if injected > settings.store.inject_max_tokens and h.rank <= own.rank:
                 cut = True
                 break
@@ -293,7 +314,9 @@ def _facts_entry(facts: FactsFile, fact: str) -> tuple[FactEntry, str] | None:
     return None
 
 
-def _contradicting(fact: str, own_doc: str, hits: list[Hit], own_ids: set[str]) -> list[dict[str, Any]]:
+def _contradicting(
+    fact: str, own_doc: str, hits: list[Hit], own_ids: set[str]
+) -> list[dict[str, Any]]:
     """Hits that give another value for a field the fact (or its record) states."""
     fields = _fields(fact, True) or _fields(own_doc, True)
     if not fields:
@@ -304,7 +327,14 @@ def _contradicting(fact: str, own_doc: str, hits: list[Hit], own_ids: set[str]) 
             continue
         for name, value in _fields(h.document, True).items():
             if name in fields and value != fields[name]:
-                out.append({"id": h.id, "rank": h.rank, "field": name, "value": value,
-                            "document": h.document})
+                out.append(
+                    {
+                        "id": h.id,
+                        "rank": h.rank,
+                        "field": name,
+                        "value": value,
+                        "document": h.document,
+                    }
+                )
                 break
     return out

@@ -10,8 +10,8 @@ O(messages) in time and memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
@@ -110,11 +110,18 @@ def prepare(
         )
     costs = counter.message_costs(transcript.messages)
     return ReplayContext(
-        transcript, settings, counter, costs, group_units(transcript, costs, settings), memory_tokens
+        transcript,
+        settings,
+        counter,
+        costs,
+        group_units(transcript, costs, settings),
+        memory_tokens,
     )
 
 
-def group_units(transcript: Transcript, costs: Sequence[int], settings: Settings) -> list[tuple[int, Unit]]:
+def group_units(
+    transcript: Transcript, costs: Sequence[int], settings: Settings
+) -> list[tuple[int, Unit]]:
     """An assistant message with tool calls and the tool results answering it form one unit."""
     units: list[tuple[int, Unit]] = []
     open_calls: set[str] = set()
@@ -179,7 +186,10 @@ def replay(
         entered: list[int] = []
         # feed everything up to and including this turn's user message
         while next_unit < len(units) and units[next_unit][0] <= turn.user_index:
-            while next_summary < len(summaries) and summaries[next_summary].after_index < units[next_unit][0]:
+            while (
+                next_summary < len(summaries)
+                and summaries[next_summary].after_index < units[next_unit][0]
+            ):
                 strategy.add_summary(summaries[next_summary])
                 next_summary += 1
             unit = units[next_unit][1]
@@ -282,7 +292,9 @@ class _FactTracker:
             for k, fact in enumerate(self.facts):
                 if fit.summary_changed:
                     was = self.in_summary[k]
-                    self.in_summary[k] = bool(view.summary) and match(fact, view.summary) is not None
+                    self.in_summary[k] = (
+                        bool(view.summary) and match(fact, view.summary) is not None
+                    )
                     if was and not self.in_summary[k]:
                         reason.setdefault(k, "summarized_away")
                 if fit.pinned_changed:
@@ -307,7 +319,11 @@ class _FactTracker:
         for k, st in enumerate(self.state):
             if self.kept[k]:
                 st.kept_by = (
-                    "verbatim" if self.in_window[k] > 0 else "pinned" if self.pinned[k] else "summary"
+                    "verbatim"
+                    if self.in_window[k] > 0
+                    else "pinned"
+                    if self.pinned[k]
+                    else "summary"
                 )
         return self.state
 
@@ -356,5 +372,9 @@ def run(
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens)
     found = not facts
     tracked = list(facts) if facts else auto_facts(transcript)
-    results = [replay(rctx, name, tracked, progress=progress) for name in strategy_names(settings.strategy)]
-    return ReplayReport(transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found)
+    results = [
+        replay(rctx, name, tracked, progress=progress) for name in strategy_names(settings.strategy)
+    ]
+    return ReplayReport(
+        transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found
+    )

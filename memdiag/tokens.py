@@ -117,7 +117,7 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 
 
 def _spec_without_ranks(spec_fn: object) -> dict[str, object]:
-    """Call tiktoken_ext's constructor with rank loading stubbed, to reuse its regex and specials."""
+    """tiktoken_ext's constructor with rank loading stubbed: reuse its regex and specials."""
     from tiktoken_ext import openai_public
 
     real = openai_public.load_tiktoken_bpe
@@ -135,6 +135,7 @@ class TokenCounter:
         self.encoding_name = encoding
         self.encoding = get_encoding(encoding)
         self.overhead = overhead or ChatOverhead()
+        self.role_tokens = {r: self.count(r) for r in ("system", "user", "assistant", "tool")}
 
     def count(self, text: str) -> int:
         if not text:
@@ -163,9 +164,9 @@ class TokenCounter:
 
         texts = [_message_text(m, tool_call_text) for m in messages]
         content = self.count_many(texts)
-        roles = {r: self.count(r) for r in ("system", "user", "assistant", "tool")}
+        roles = self.role_tokens
         costs = []
-        for m, n in zip(messages, content):
+        for m, n in zip(messages, content, strict=True):
             cost = self.overhead.per_message + roles.get(m.role, 0) + n
             if m.name:
                 cost += self.overhead.per_name + self.count(m.name)

@@ -52,6 +52,11 @@ def _loader() -> type:
                 raise yaml.constructor.ConstructorError(
                     None, None, "unhashable key", key_node.start_mark
                 ) from None
+            if key in out:
+                # PyYAML would silently keep the last one; a repeated key is almost always a slip
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
             out[key] = loader.construct_object(value_node, deep=True)
             out.key_lines[key] = key_node.start_mark.line + 1
         return out
@@ -79,7 +84,7 @@ def load_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError:
         raise InputError("not valid UTF-8", path=str(path)) from None
     try:
-        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_loader())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -98,7 +103,9 @@ def line_of(obj: Any, key: Any = None) -> int | None:
 
 def unknown_key_error(key: Any, allowed: list[str], path: str, line: int | None) -> InputError:
     hint = difflib.get_close_matches(str(key), allowed, n=1)
-    suggestion = f" (did you mean {hint[0]!r}?)" if hint else f"; expected one of: {', '.join(allowed)}"
+    suggestion = (
+        f" (did you mean {hint[0]!r}?)" if hint else f"; expected one of: {', '.join(allowed)}"
+    )
     return InputError(f"unknown key {key!r}{suggestion}", path=path, line=line)
 
 
@@ -178,4 +185,6 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return {int: "an integer", float: "a number", str: "a string"}.get(type(value), type(value).__name__)
+    return {int: "an integer", float: "a number", str: "a string"}.get(
+        type(value), type(value).__name__
+    )

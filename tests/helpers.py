@@ -38,7 +38,9 @@ def independent_cost(enc, message: dict) -> int:  # type: ignore[no-untyped-def]
 
 
 def raw_lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def windows_from_deltas(turns: list[dict]) -> list[list[str]]:

@@ -20,13 +20,22 @@ def invoke(*args: str):
 
 
 def test_replay_json_contract():
-    r = invoke("replay", DEMO, "--budget", "400", "--fact", "allergic to peanuts", "--format", "json")
+    r = invoke(
+        "replay", DEMO, "--budget", "400", "--fact", "allergic to peanuts", "--format", "json"
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert set(out) >= {"transcript", "encoding", "budget", "strategies"}
     sw = out["strategies"]["sliding_window"]
     assert set(sw["turns"][0]) >= {"turn", "session", "tokens", "entered", "evicted", "summarized"}
-    assert set(sw["turns"][0]["tokens"]) == {"system", "scratchpad", "summary", "memories", "messages", "total"}
+    assert set(sw["turns"][0]["tokens"]) == {
+        "system",
+        "scratchpad",
+        "summary",
+        "memories",
+        "messages",
+        "total",
+    }
     fact = sw["facts"][0]
     assert (fact["evidence_id"], fact["lost_at_turn"], fact["mechanism"]) == ("u1", 6, "evicted")
 
@@ -56,7 +65,9 @@ def test_malformed_line_exit_2_one_line(tmp_path):
 
 def test_skip_invalid_reports_count(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"role": "user", "content": "hi"}\nnot json\n{"role": "user", "content": "x"}\n')
+    bad.write_text(
+        '{"role": "user", "content": "hi"}\nnot json\n{"role": "user", "content": "x"}\n'
+    )
     r = invoke("replay", str(bad), "--skip-invalid", "--format", "json")
     assert r.exit_code == 0
     assert "skipped 1 invalid line" in r.stderr
@@ -78,9 +89,11 @@ def test_config_file_errors_exit_2(tmp_path):
 
 
 def test_help_does_not_import_chromadb():
-    code = "import sys; from memdiag.cli import app; sys.argv=['memdiag','--help']\n" \
-           "try:\n    app()\nexcept SystemExit:\n    pass\n" \
-           "assert 'chromadb' not in sys.modules and 'numpy' not in sys.modules, 'heavy import'"
+    code = (
+        "import sys; from memdiag.cli import app; sys.argv=['memdiag','--help']\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "assert 'chromadb' not in sys.modules and 'numpy' not in sys.modules, 'heavy import'"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "replay" in out.stdout
@@ -96,13 +109,35 @@ def test_diagnose_json_contract_and_fail_on():
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     d = out["diagnoses"][0]
-    assert set(d) >= {"fact", "at_turn", "verdict", "layer", "flags", "evidence", "details", "fixes"}
+    assert set(d) >= {
+        "fact",
+        "at_turn",
+        "verdict",
+        "layer",
+        "flags",
+        "evidence",
+        "details",
+        "fixes",
+    }
     assert set(d["evidence"][0]) >= {"id", "turn", "session", "text", "score", "method"}
-    assert [x["verdict"] for x in out["diagnoses"]] == ["short_term_dropped", "long_term_not_written"]
+    assert [x["verdict"] for x in out["diagnoses"]] == [
+        "short_term_dropped",
+        "long_term_not_written",
+    ]
     assert invoke("diagnose", DEMO, "--budget", "400", "--fail-on", "short_term").exit_code == 1
     assert invoke("diagnose", DEMO, "--budget", "5000", "--fail-on", "none").exit_code == 1
-    r = invoke("diagnose", DEMO, "--budget", "5000", "--fact", "allergic to peanuts", "--at", "8",
-               "--fail-on", "short_term,long_term")
+    r = invoke(
+        "diagnose",
+        DEMO,
+        "--budget",
+        "5000",
+        "--fact",
+        "allergic to peanuts",
+        "--at",
+        "8",
+        "--fail-on",
+        "short_term,long_term",
+    )
     assert r.exit_code == 0
     assert invoke("diagnose", DEMO, "--fail-on", "middle").exit_code == 2
 

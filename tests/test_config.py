@@ -54,7 +54,9 @@ def test_unsafe_yaml_rejected(tmp_path):
 def test_flags_override_file(tmp_path):
     p = tmp_path / "m.yaml"
     p.write_text("budget: 100\nstore:\n  top_k: 3\n")
-    s = load_settings(p).with_overrides(budget=50, **{"store.top_k": None, "summary.summary_max_tokens": 9})
+    s = load_settings(p).with_overrides(
+        budget=50, **{"store.top_k": None, "summary.summary_max_tokens": 9}
+    )
     assert s.budget == 50 and s.store.top_k == 3 and s.summary.summary_max_tokens == 9
 
 
@@ -67,3 +69,10 @@ def test_validate_rejects_bad_values():
 
 def test_default_budget_is_context_minus_reserve():
     assert Settings(model="gpt-4").effective_budget() == 8192 - 4096
+
+
+def test_duplicate_key_names_line(tmp_path):
+    p = tmp_path / "m.yaml"
+    p.write_text("budget: 100\nstrategy: summary\nbudget: 200\n")
+    with pytest.raises(InputError, match=r"m.yaml:3: invalid YAML: duplicate key 'budget'"):
+        load_settings(p)

@@ -90,7 +90,11 @@ def test_conflict_in_context_flag(tmp_path):
         {"role": "user", "content": "I live in Berlin."},
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "Actually I live in Lisbon now."},
-        {"role": "assistant", "content": "Weather in Berlin is cold.", "forgot": "I live in Lisbon"},
+        {
+            "role": "assistant",
+            "content": "Weather in Berlin is cold.",
+            "forgot": "I live in Lisbon",
+        },
     ]
     p.write_text("\n".join(json.dumps(x) for x in lines))
     t = load(p)
@@ -101,7 +105,7 @@ def test_conflict_in_context_flag(tmp_path):
 
 def test_at_out_of_range_and_no_markers():
     t = load(DEMO)
-    with pytest.raises(UsageError, match="turns 1..10"):
+    with pytest.raises(UsageError, match=r"turns 1\.\.10"):
         failures_from(t, ["x"], 11)
     with pytest.raises(UsageError, match="--at needs --fact"):
         failures_from(t, (), 3)

@@ -33,7 +33,9 @@ def transcripts(draw):
                 RawMessage(
                     "assistant",
                     "",
-                    tool_calls=({"id": cid, "function": {"name": "lookup", "arguments": draw(TEXT)}},),
+                    tool_calls=(
+                        {"id": cid, "function": {"name": "lookup", "arguments": draw(TEXT)}},
+                    ),
                 )
             )
             for _ in range(draw(st.integers(1, 2))):
@@ -57,7 +59,12 @@ STRATEGY_NAMES = ["sliding_window", "summary", "scratchpad"]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(transcripts(), st.integers(60, 600), st.sampled_from(STRATEGY_NAMES), st.none() | st.integers(1, 5))
+@given(
+    transcripts(),
+    st.integers(60, 600),
+    st.sampled_from(STRATEGY_NAMES),
+    st.none() | st.integers(1, 5),
+)
 def test_window_invariants(transcript, budget, name, max_turns):
     settings_ = Settings(budget=budget).with_overrides(**{"sliding_window.max_turns": max_turns})
     rctx = prepare(transcript, settings_)

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from memdiag.config import Settings
-from memdiag.replay import prepare, replay, run
 from memdiag.render.jsonout import replay_json
+from memdiag.replay import prepare, replay, run
 from memdiag.transcript import load
 from tests.conftest import FIXTURES
 from tests.helpers import independent_cost, raw_lines, tiktoken_cache, windows_from_deltas
@@ -51,7 +51,7 @@ def test_window_tokens_equal_independent_tiktoken_count(budget, tmp_path, monkey
     by_id = {r["id"]: r for r in raw if r.get("id")}
     out = demo_json(budget)["strategies"]["sliding_window"]["turns"]
     sys_tokens = sum(independent_cost(enc, r) for r in system)
-    for turn, window in zip(out, windows_from_deltas(out)):
+    for turn, window in zip(out, windows_from_deltas(out), strict=True):
         msgs = sum(independent_cost(enc, by_id[i]) for i in window)
         assert turn["tokens"]["system"] == sys_tokens
         assert turn["tokens"]["messages"] == msgs + 3
@@ -63,7 +63,7 @@ def test_max_turns_limits_window():
     out = demo_json(100_000, **{"sliding_window.max_turns": 2})["strategies"]["sliding_window"]
     t = load(DEMO)
     turn_of = {m.id: m.turn for m in t.messages}
-    for turn, window in zip(out["turns"], windows_from_deltas(out["turns"])):
+    for turn, window in zip(out["turns"], windows_from_deltas(out["turns"]), strict=True):
         assert {turn_of[i] for i in window} <= {turn["turn"], turn["turn"] - 1}
     assert out["facts"][0]["lost_at_turn"] == 3
 

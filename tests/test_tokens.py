@@ -6,7 +6,13 @@ from memdiag.errors import UsageError
 from memdiag.tokens import TokenCounter, context_size, encoding_name_for, get_encoding
 from tests.helpers import tiktoken_cache
 
-TEXTS = ["Hello, I'm Mia.", "我对花生过敏", "naïve café — 12,345 tokens?", "", "<|endoftext|> is text here"]
+TEXTS = [
+    "Hello, I'm Mia.",
+    "我对花生过敏",
+    "naïve café — 12,345 tokens?",
+    "",
+    "<|endoftext|> is text here",
+]
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])

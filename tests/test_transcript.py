@@ -10,27 +10,47 @@ from memdiag.transcript import load
 
 def write(tmp_path, lines, name="t.jsonl"):
     p = tmp_path / name
-    p.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    p.write_text(
+        "\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8"
+    )
     return p
 
 
 def test_canonical_sessions_turns_ids(tmp_path):
-    p = write(tmp_path, [
-        {"role": "system", "content": "sys"},
-        {"role": "user", "content": "Hi, I'm Mia.", "session": "s1", "ts": "2026-11-27T09:00:00Z"},
-        {"role": "assistant", "content": "Hello"},
-        {"type": "session", "id": "s2", "ts": "2026-11-28T10:00:00Z"},
-        {"role": "user", "content": "Snack?"},
-        {"role": "assistant", "content": "Peanuts!", "forgot": "allergic to peanuts"},
-        {"type": "summary", "content": "Mia asked.", "replaces_through": "m4"},
-        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]},
-    ])
+    p = write(
+        tmp_path,
+        [
+            {"role": "system", "content": "sys"},
+            {
+                "role": "user",
+                "content": "Hi, I'm Mia.",
+                "session": "s1",
+                "ts": "2026-11-27T09:00:00Z",
+            },
+            {"role": "assistant", "content": "Hello"},
+            {"type": "session", "id": "s2", "ts": "2026-11-28T10:00:00Z"},
+            {"role": "user", "content": "Snack?"},
+            {"role": "assistant", "content": "Peanuts!", "forgot": "allergic to peanuts"},
+            {"type": "summary", "content": "Mia asked.", "replaces_through": "m4"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": "x"}},
+                ],
+            },
+        ],
+    )
     t = load(p)
     assert t.format == "canonical"
     assert [m.id for m in t.messages] == ["m1", "m2", "m3", "m4", "m5", "m6"]
     assert t.sessions == ("s1", "s2")
     assert [m.session for m in t.messages] == ["s1", "s1", "s1", "s2", "s2", "s2"]
-    assert [(x.number, x.session, x.session_turn) for x in t.turns] == [(1, "s1", 1), (2, "s2", 1), (3, "s2", 2)]
+    assert [(x.number, x.session, x.session_turn) for x in t.turns] == [
+        (1, "s1", 1),
+        (2, "s2", 1),
+        (3, "s2", 2),
+    ]
     assert t.messages[4].forgot == "allergic to peanuts"
     assert t.summaries[0].replaces_through == 3 and t.summaries[0].after_index == 4
     assert t.messages[5].content == "look"
@@ -59,7 +79,11 @@ def test_bad_records_name_file_line_field(tmp_path, line, message):
 
 def test_invalid_json_line_and_skip_invalid(tmp_path):
     p = tmp_path / "t.jsonl"
-    p.write_text('{"role": "user", "content": "a"}\n{"role": "assistant", \n{"role": "user", "content": "b"}\n')
+    p.write_text(
+        '{"role": "user", "content": "a"}\n'
+        '{"role": "assistant", \n'
+        '{"role": "user", "content": "b"}\n'
+    )
     with pytest.raises(InputError, match=r"t.jsonl:2: invalid JSON"):
         load(p)
     t = load(p, skip_invalid=True)
@@ -68,7 +92,11 @@ def test_invalid_json_line_and_skip_invalid(tmp_path):
 
 @pytest.mark.parametrize(
     ("data", "message"),
-    [(b"", "empty file"), (b"\x00\x01\x02binary", "binary"), (b'{"role": "user", "content": "\xff"}', "UTF-8")],
+    [
+        (b"", "empty file"),
+        (b"\x00\x01\x02binary", "binary"),
+        (b'{"role": "user", "content": "\xff"}', "UTF-8"),
+    ],
 )
 def test_unreadable_files(tmp_path, data, message):
     p = tmp_path / "x.jsonl"
@@ -85,9 +113,20 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def test_openai_formats(tmp_path):
-    conv = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
-                         {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                         {"role": "tool", "tool_call_id": "c1", "content": "r"}]}
+    conv = {
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "r"},
+        ]
+    }
     p = write(tmp_path, [conv, conv])
     t = load(p)
     assert t.format == "openai"
@@ -100,6 +139,9 @@ def test_openai_formats(tmp_path):
 
 
 def test_duplicate_ids_rejected(tmp_path):
-    p = write(tmp_path, [{"role": "user", "content": "a", "id": "x"}, {"role": "user", "content": "b", "id": "x"}])
+    p = write(
+        tmp_path,
+        [{"role": "user", "content": "a", "id": "x"}, {"role": "user", "content": "b", "id": "x"}],
+    )
     with pytest.raises(InputError, match="duplicate message id 'x'"):
         load(p)

@@ -127,7 +127,9 @@ def render_survival(console: Console, report: ReplayReport) -> None:
             style="dim",
         )
         return
-    title = "Fact survival" + (" (strong facts found in the transcript)" if report.facts_found else "")
+    title = "Fact survival" + (
+        " (strong facts found in the transcript)" if report.facts_found else ""
+    )
     table = Table(title=title, title_justify="left")
     table.add_column("fact")
     table.add_column("stated")
@@ -184,7 +186,9 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
             body.append(f"{det['window_tokens']}/{det.get('budget')} tokens at turn {d.at_turn}\n")
         wi = det.get("what_if")
         if wi:
-            kept = ", ".join(f"{k} {'keeps' if v else 'loses'}" for k, v in wi["kept_by_strategy"].items())
+            kept = ", ".join(
+                f"{k} {'keeps' if v else 'loses'}" for k, v in wi["kept_by_strategy"].items()
+            )
             body.append("what-if  ", style="dim")
             body.append(f"{kept}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n")
         for key in ("retrieval", "facts_file", "stores_checked", "skipped_reason"):
@@ -197,8 +201,12 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
         body.rstrip()
         where = f"turn {d.at_turn}" + (f" ({d.marker_id})" if d.marker_id else "")
         console.print(
-            Panel(body, title=f"[bold]forgot “{escape(d.fact)}” at {where}[/]", title_align="left",
-                  border_style=style)
+            Panel(
+                body,
+                title=f"[bold]forgot “{escape(d.fact)}” at {where}[/]",
+                title_align="left",
+                border_style=style,
+            )
         )
     counts: dict[str, int] = {}
     for d in diagnoses:
@@ -250,3 +258,58 @@ def render_checks(console: Console, report: object) -> None:
         f"{escape(report.spec)})",
         style=style,
     )
+
+
+SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
+
+
+def render_audit(console: Console, report: object) -> None:
+    """Stores, layer counts and findings of `memdiag inspect-store`."""
+    from memdiag.stores.audit import AuditReport
+
+    assert isinstance(report, AuditReport)
+    stores = Table(title="Stores", title_justify="left")
+    for col in ("store", "what", "size", "details"):
+        stores.add_column(col)
+    for s in report.stores:
+        if s["type"] == "facts_file":
+            collisions = len(s.get("normalization_collisions", []))
+            stores.add_row(
+                Text(s["location"]),
+                f"facts file ({s['shape']})",
+                f"{s['keys']} keys",
+                f"{s['superseded_values']} superseded values, {collisions} key collisions",
+            )
+        else:
+            ef = s.get("embedding_function") or "none"
+            retrieval = s.get("retrieval_checks")
+            stores.add_row(
+                Text(f"{s['location']} [{s['collection']}]"),
+                f"chroma {s.get('mode', '')}",
+                f"{s['count']} records",
+                Text(
+                    f"dim {s.get('dimension')}, space {s.get('space')}, embedding function {ef}, "
+                    f"retrieval checks {retrieval}"
+                    + (f" ({s.get('retrieval_reason')})" if retrieval != "available" else "")
+                ),
+            )
+    console.print(stores)
+    console.print(
+        "layers: " + ", ".join(f"{layer} {n}" for layer, n in report.layers.items()), style="bold"
+    )
+    if not report.findings:
+        console.print("No findings: the stores look clean.", style="green bold")
+        return
+    table = Table(title=f"Findings ({len(report.findings)})", title_justify="left")
+    for col in ("severity", "kind", "ids", "message"):
+        table.add_column(col, overflow="fold")
+    for f in report.findings:
+        table.add_row(
+            Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
+            f.kind,
+            Text(_ids(list(f.ids), 4)),
+            Text(f.message),
+        )
+    console.print(table)
+    counts = report.by_kind()
+    console.print(", ".join(f"{k} {n}" for k, n in counts.items() if n), style="bold")

@@ -69,7 +69,9 @@ def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
         for t in r.turns:
             yield json.dumps({"strategy": r.name, **turn_json(t)}, ensure_ascii=False)
         for f in r.facts:
-            yield json.dumps({"strategy": r.name, "type": "fact", **fact_json(f)}, ensure_ascii=False)
+            yield json.dumps(
+                {"strategy": r.name, "type": "fact", **fact_json(f)}, ensure_ascii=False
+            )
 
 
 def diagnosis_json(d: Any) -> dict[str, Any]:

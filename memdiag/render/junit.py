@@ -63,9 +63,7 @@ def junit_xml(report: CheckReport) -> ET.ElementTree:
             continue
         first = case.failures[0] if case.failures else "failed"
         more = f" (+{len(case.failures) - 1} more)" if len(case.failures) > 1 else ""
-        failure = ET.SubElement(
-            tc, "failure", message=_clean(first + more), type="memdiag.check"
-        )
+        failure = ET.SubElement(tc, "failure", message=_clean(first + more), type="memdiag.check")
         failure.text = _clean(
             "\n".join(
                 f"{report.spec}:{line}: {text}"

@@ -41,6 +41,12 @@ class StrategyContext:
     def message(self, index: int) -> Message:
         return self.transcript.messages[index]
 
+    def text_tokens(self, index: int) -> int:
+        """Tokens of a message's content (its window cost without the chat overhead)."""
+        m = self.transcript.messages[index]
+        overhead = self.counter.overhead.per_message + self.counter.role_tokens.get(m.role, 0)
+        return max(0, self.costs[index] - overhead)
+
 
 @dataclass(frozen=True, slots=True)
 class PinChange:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from memdiag.tokens import TokenCounter
 
 SUMMARY_HEADER = "Summary of earlier conversation:"
+# a message to summarize: (role, text) or (role, text, tokens of its text)
+Item = tuple[str, str] | tuple[str, str, int]
 
 
 class Summarizer(Protocol):
@@ -39,7 +41,7 @@ class Summarizer(Protocol):
     name: str
     compresses: bool
 
-    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+    def summarize(self, previous: str, messages: Sequence[Item], max_tokens: int) -> str:
         """New summary of ``previous`` + ``messages`` ((role, text) pairs, oldest first)."""
         ...
 
@@ -130,6 +132,7 @@ class ExtractiveSummarizer:
         # (score, tokens) of summary lines: the previous summary is re-read at every call, and
         # scoring it again would make a long replay pay for it over and over
         self._lines: dict[str, tuple[int, int]] = {}
+        self._roles: dict[str, int] = {}
 
     def score(self, role: str, sentence: str) -> int:
         """How informative one sentence is (0: not worth keeping)."""
@@ -156,17 +159,36 @@ class ExtractiveSummarizer:
             score = max(0, score - 2)  # raw tool output is rarely what a user asks about later
         return score
 
-    def _measure(self, role: str, text: str, key: str) -> tuple[int, int]:
+    def _measure(self, role: str, text: str, key: str, estimate: int | None) -> tuple[int, int]:
         known = self._lines.get(key)
         if known is None:
             if len(self._lines) > 4096:
                 self._lines.clear()  # bounded memory; entries are cheap to recompute
             score = self.score(role, text)
-            known = (score, self.counter.count("\n" + key) if score > 0 else 0)
+            if score <= 0:
+                tokens = 0
+            elif estimate is not None:
+                tokens = estimate + self._role_tokens(role)
+            else:
+                tokens = self.counter.count("\n" + key)
+            known = (score, tokens)
             self._lines[key] = known
         return known
 
-    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+    def _role_tokens(self, role: str) -> int:
+        # "\n" + "role: " costs the same for every line of a role: count it once
+        cost = self._roles.get(role)
+        if cost is None:
+            cost = self._roles[role] = self.counter.count(f"\n{role}: ")
+        return cost
+
+    def summarize(self, previous: str, messages: Sequence[Item], max_tokens: int) -> str:
+        """Select sentences of ``previous`` + ``messages`` within ``max_tokens``.
+
+        A message may carry its token count as a third element: sentence costs are then
+        estimated in proportion to their length instead of encoding every sentence again
+        (the choice is still checked with an exact count of the rendered summary).
+        """
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         order = 0
@@ -176,22 +198,34 @@ class ExtractiveSummarizer:
             m = _LINE.match(line)
             role, text = (m.group(1), m.group(2)) if m else ("summary", line)
             order += 1
-            self._add(candidates, seen, role, text, order)
-        for role, text in messages:
+            self._add(candidates, seen, role, text, order, None)
+        for item in messages:
+            role, text = item[0], item[1]
+            hint = item[2] if len(item) > 2 else None  # type: ignore[misc]
+            per_char = hint / len(text) if hint and text else None
             for sentence in split_sentences(text):
                 order += 1
-                self._add(candidates, seen, role, sentence, order)
+                estimate = None if per_char is None else max(1, round(per_char * len(sentence)))
+                self._add(candidates, seen, role, sentence, order, estimate)
         return self._select(candidates, max_tokens)
 
     def shrink(self, summary: str, max_tokens: int) -> str:
         # re-selecting keeps the most informative lines rather than cutting the newest ones
         return self.summarize(summary, (), max_tokens)
 
-    def _add(self, out: list[_Candidate], seen: set[str], role: str, text: str, order: int) -> None:
+    def _add(
+        self,
+        out: list[_Candidate],
+        seen: set[str],
+        role: str,
+        text: str,
+        order: int,
+        estimate: int | None,
+    ) -> None:
         key = f"{role}: {text}"
         if key in seen:
             return
-        score, tokens = self._measure(role, text, key)
+        score, tokens = self._measure(role, text, key, estimate)
         if score <= 0:
             return
         seen.add(key)
@@ -247,7 +281,7 @@ class RecordedSummarizer:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
 
-    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+    def summarize(self, previous: str, messages: Sequence[Item], max_tokens: int) -> str:
         return previous
 
     def shrink(self, summary: str, max_tokens: int) -> str:
@@ -279,11 +313,11 @@ class LLMSummarizer:
         self.settings = llm
         self.url = llm.base_url.rstrip("/") + "/chat/completions"
 
-    def summarize(self, previous: str, messages: Sequence[tuple[str, str]], max_tokens: int) -> str:
+    def summarize(self, previous: str, messages: Sequence[Item], max_tokens: int) -> str:
         room = max_tokens - self.counter.section_cost("x") + self.counter.count("x")
         if room <= 0:
             return ""
-        transcript = "\n".join(f"{role}: {text}" for role, text in messages)
+        transcript = "\n".join(f"{item[0]}: {item[1]}" for item in messages)
         prompt = (
             f"Previous summary:\n{previous or '(none)'}\n\nNew messages:\n{transcript}\n\n"
             f"Write the updated summary in at most {room} tokens."

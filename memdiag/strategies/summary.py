@@ -109,7 +109,12 @@ class SummaryStrategy:
             while len(queue) > 1 and queue.tokens > self.keep_recent_tokens:
                 chunk.extend(queue.popleft().indices)
             if chunk:
-                messages = [(self.ctx.message(i).role, self.ctx.text(i)) for i in chunk]
+                # token counts from the run's single encoding pass let the summarizer
+                # estimate sentence costs instead of encoding every sentence again
+                messages = [
+                    (self.ctx.message(i).role, self.ctx.text(i), self.ctx.text_tokens(i))
+                    for i in chunk
+                ]
                 self._set_summary(
                     self.summarizer.summarize(self.summary, messages, self.summary_max_tokens)
                 )

@@ -126,9 +126,7 @@ def detect_format(source: Source) -> str:
     )
 
 
-def load(
-    path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False
-) -> Transcript:
+def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False) -> Transcript:
     """Load a transcript in any supported format (auto-detected unless ``fmt`` is given)."""
     _ensure_importers()
     if fmt is not None and fmt not in FORMATS:
@@ -155,9 +153,7 @@ def _ensure_importers() -> None:
 # --- helpers shared by readers ------------------------------------------------------------
 
 
-def invalid(
-    source: Source, skip_invalid: bool, line: int, message: str
-) -> None:
+def invalid(source: Source, skip_invalid: bool, line: int, message: str) -> None:
     """Raise an InputError for a bad record, or count it as skipped with --skip-invalid."""
     if skip_invalid:
         source.skipped += 1
@@ -205,13 +201,32 @@ def message_from_dict(
     blocks = meta.get("blocks", [])
     uses = [b for b in blocks if b.get("type") == "tool_use"]
     if uses:
-        tool_calls = [*tool_calls, *({"id": b.get("id"), "function": {
-            "name": b.get("name"), "arguments": b.get("input", {})}} for b in uses)]
+        tool_calls = [
+            *tool_calls,
+            *(
+                {
+                    "id": b.get("id"),
+                    "function": {"name": b.get("name"), "arguments": b.get("input", {})},
+                }
+                for b in uses
+            ),
+        ]
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
-    known = {"role", "content", "id", "session", "ts", "timestamp", "name", "tool_calls",
-             "tool_call_id", "forgot", "type"}
+    known = {
+        "role",
+        "content",
+        "id",
+        "session",
+        "ts",
+        "timestamp",
+        "name",
+        "tool_calls",
+        "tool_call_id",
+        "forgot",
+        "type",
+    }
     extra = {k: v for k, v in obj.items() if k not in known}
     if extra:
         meta = {**meta, **extra}
