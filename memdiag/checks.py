@@ -543,8 +543,12 @@ def run_case(case: Case, spec_path: str = "") -> CaseResult:
 
                 # the facts file is injected whole at session start (SPEC §7), so its tokens
                 # squeeze the window exactly as they do in `diagnose`
-                memory_tokens = stores.injected_tokens(case.settings) if stores is not None else 0
-                rctx = prepare(transcript, case.settings, memory_tokens=memory_tokens)
+                memory_text, memory_tokens = (
+                    stores.profile_section(case.settings) if stores is not None else ("", 0)
+                )
+                rctx = prepare(
+                    transcript, case.settings, memory_tokens=memory_tokens, memory_text=memory_text
+                )
                 _check_replay(case, rctx, spec_path, out)
             if needs_diagnosis:
                 _check_diagnoses(case, transcript, stores, spec_path, out)

@@ -94,6 +94,22 @@ SummarizerOpt = Annotated[
 ]
 
 
+AtOpt = Annotated[
+    int | None, typer.Option("--at", help="Turn at which the agent failed (default: last turn).")
+]
+FactsFileOpt = Annotated[
+    Path | None, typer.Option("--facts-file", help="JSON facts file (profile layer, exact keys).")
+]
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
+]
+CollectionOpt = Annotated[
+    str | None, typer.Option("--collection", help="Chroma collection (default: all).")
+]
+TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
+
+
 # --- error boundary -------------------------------------------------------------------------
 
 
@@ -262,6 +278,7 @@ def replay(
     model: ModelOpt = None,
     encoding: EncodingOpt = None,
     summarizer: SummarizerOpt = None,
+    facts_file: FactsFileOpt = None,
     show: Annotated[
         str, typer.Option(help="Turns to list: changes (default), all, none.")
     ] = "changes",
@@ -284,12 +301,23 @@ def replay(
             budget=budget,
             model=model,
             encoding=encoding,
-            **{"sliding_window.max_turns": max_turns, "summary.summarizer": summarizer},
+            **{
+                "sliding_window.max_turns": max_turns,
+                "summary.summarizer": summarizer,
+                "store.facts_file": str(facts_file) if facts_file else None,
+            },
         )
         t = load_transcript(transcript, input_format, skip_invalid)
+        memory = ("", 0)
+        if settings.store.facts_file:
+            # the profile layer is injected whole at every session start: it takes window room
+            from memdiag.longterm import LongTermStores
+
+            profile = LongTermStores.open(settings.store.facts_file, None, None)
+            memory = profile.profile_section(settings)
         n = len(t.turns) * (3 if settings.strategy == "all" else 1)
         with progress_bar(n, "replaying") as advance:
-            report = run(t, settings, fact or (), progress=advance)
+            report = run(t, settings, fact or (), progress=advance, memory=memory)
         if output is OutputFormat.json:
             from memdiag.render.jsonout import replay_json
 
@@ -303,22 +331,6 @@ def replay(
             from memdiag.render.console import render_replay
 
             render_replay(stdout(), report, show)
-
-
-AtOpt = Annotated[
-    int | None, typer.Option("--at", help="Turn at which the agent failed (default: last turn).")
-]
-FactsFileOpt = Annotated[
-    Path | None, typer.Option("--facts-file", help="JSON facts file (profile layer, exact keys).")
-]
-ChromaOpt = Annotated[
-    str | None,
-    typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
-]
-CollectionOpt = Annotated[
-    str | None, typer.Option("--collection", help="Chroma collection (default: all).")
-]
-TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
 
 
 def open_stores(settings):  # type: ignore[no-untyped-def]

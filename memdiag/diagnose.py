@@ -92,8 +92,8 @@ def diagnose(
     what_if: bool = True,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once for all of them."""
-    memory_tokens = stores.injected_tokens(settings) if stores is not None else 0
-    rctx = prepare(transcript, settings, memory_tokens=memory_tokens)
+    memory_text, memory_tokens = stores.profile_section(settings) if stores else ("", 0)
+    rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
     strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
     return [_one(rctx, strategy, f, stores, what_if) for f in failures]
 

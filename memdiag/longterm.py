@@ -90,13 +90,15 @@ class LongTermStores:
             tokens = cost
         return kept, tokens
 
-    def injected_tokens(self, settings: Settings) -> int:
+    def profile_section(self, settings: Settings) -> tuple[str, int]:
+        """The profile text injected at every session start, and its tokens in the window."""
         from memdiag.tokens import TokenCounter, encoding_name_for
 
         counter = TokenCounter(
             encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
         )
-        return self.injected_profile(counter, settings.store.inject_max_tokens)[1]
+        entries, tokens = self.injected_profile(counter, settings.store.inject_max_tokens)
+        return render_profile(entries), tokens
 
     # -- the decision ------------------------------------------------------------------------
 

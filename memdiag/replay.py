@@ -72,6 +72,7 @@ class ReplayContext:
     costs: Sequence[int]
     units: list[tuple[int, Unit]]  # (index of the unit's first message, unit), in order
     memory_tokens: int = 0  # injected long-term memories, every turn
+    memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     @property
@@ -100,6 +101,7 @@ def prepare(
     settings: Settings,
     counter: TokenCounter | None = None,
     memory_tokens: int = 0,
+    memory_text: str = "",
 ) -> ReplayContext:
     """Count every message once and group tool calls with their results into units."""
     from memdiag.tokens import encoding_name_for
@@ -116,6 +118,7 @@ def prepare(
         costs,
         group_units(transcript, costs, settings),
         memory_tokens,
+        memory_text,
     )
 
 
@@ -248,6 +251,10 @@ class _FactTracker:
         self.in_summary = [False] * len(self.facts)
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
+        # the injected profile is the same at every turn: a fact it states is always there
+        self.in_memory = [
+            bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
+        ]
         msgs = rctx.transcript.messages
         for k, fact in enumerate(self.facts):
             ids: list[str] = []
@@ -303,7 +310,9 @@ class _FactTracker:
                     if was and not self.pinned[k]:
                         reason.setdefault(k, "unpinned")
         for k, st in enumerate(self.state):
-            kept = self.in_window[k] > 0 or self.in_summary[k] or self.pinned[k]
+            kept = (
+                self.in_window[k] > 0 or self.in_summary[k] or self.pinned[k] or self.in_memory[k]
+            )
             if kept and not self.kept[k]:
                 st.history.append({"turn": turn, "event": "kept"})
                 st.lost_at_turn = None
@@ -318,14 +327,18 @@ class _FactTracker:
     def results(self, final: WindowView) -> list[FactSurvival]:
         for k, st in enumerate(self.state):
             if self.kept[k]:
-                st.kept_by = (
-                    "verbatim"
-                    if self.in_window[k] > 0
-                    else "pinned"
-                    if self.pinned[k]
-                    else "summary"
-                )
+                st.kept_by = self._holder(k)
         return self.state
+
+    def _holder(self, k: int) -> str:
+        """What keeps fact ``k`` in the window, strongest first."""
+        if self.in_window[k] > 0:
+            return "verbatim"
+        if self.pinned[k]:
+            return "pinned"
+        if self.in_summary[k]:
+            return "summary"
+        return "memories"
 
 
 @dataclass
@@ -366,10 +379,13 @@ def run(
     settings: Settings,
     facts: Sequence[str] = (),
     progress: Callable[[int], None] | None = None,
-    memory_tokens: int = 0,
+    memory: tuple[str, int] = ("", 0),
 ) -> ReplayReport:
-    """Replay every strategy named by ``settings.strategy`` ('all' for all of them)."""
-    rctx = prepare(transcript, settings, memory_tokens=memory_tokens)
+    """Replay every strategy named by ``settings.strategy`` ('all' for all of them).
+
+    ``memory`` is the injected long-term profile (text, tokens), present at every turn.
+    """
+    rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     found = not facts
     tracked = list(facts) if facts else auto_facts(transcript)
     results = [

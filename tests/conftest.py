@@ -39,6 +39,8 @@ def model_dir() -> Path:
     """The embedding model, or a skip that says why (CI turns such skips into failures)."""
     d = onnx_model_dir()
     if d is None:
+        if os.environ.get("MEMDIAG_REQUIRE_ALL"):
+            pytest.fail("MEMDIAG_REQUIRE_ALL is set but no embedding model was found")
         pytest.skip(
             "no offline embedding model: set MEMDIAG_ONNX_MODEL_DIR to a folder holding "
             "onnx/model.onnx (all-MiniLM-L6-v2)"

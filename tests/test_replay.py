@@ -111,3 +111,23 @@ def test_json_is_serialisable_and_deltas_small():
     entered = [i for t in turns for i in t["entered"]]
     assert len(entered) == len(set(entered))
     assert len(text) < 20_000
+
+
+def test_facts_file_takes_window_room_and_keeps_its_facts(tmp_path):
+    from memdiag.longterm import LongTermStores
+
+    facts = tmp_path / "facts.json"
+    facts.write_text('{"name": "Mia", "allergy": "peanuts"}')
+    t = load(DEMO)
+    settings = Settings(budget=400)
+    text, tokens = LongTermStores.open(str(facts), None, None).profile_section(settings)
+    assert "allergy: peanuts" in text and tokens > 0
+    report = run(
+        t, settings, ["allergic to peanuts", "prefers window seats"], memory=(text, tokens)
+    )
+    res = report.results[0]
+    assert all(r.tokens["memories"] == tokens for r in res.turns)
+    assert all(r.tokens["total"] <= 400 for r in res.turns)
+    allergy, seats = res.facts
+    assert allergy.lost_at_turn is None and allergy.kept_by == "memories"
+    assert seats.lost_at_turn is not None  # the profile does not hold it

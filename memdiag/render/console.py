@@ -68,6 +68,8 @@ def interesting(r: TurnRecord) -> bool:
 
 
 def fact_cell(f: FactSurvival) -> Text:
+    if f.kept_by == "memories":
+        return Text("kept (memories)", style="green")
     if f.stated_at_turn is None:
         return Text("never stated", style="dim")
     if f.lost_at_turn is None:
