@@ -73,6 +73,7 @@ def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     return words, frozenset(grams)
 
 
+@lru_cache(maxsize=16)  # the same summary/pinned text is matched against every tracked fact
 def text_terms(text: str) -> tuple[frozenset[str], str]:
     norm = normalize(text)
     words = frozenset(stem(w) for w in _WORD.findall(norm) if not has_cjk(w))

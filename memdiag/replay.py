@@ -360,17 +360,27 @@ def strategy_names(name: str) -> list[str]:
 
 
 def auto_facts(transcript: Transcript) -> list[str]:
-    """Strong facts stated by the user, as the text that states them (deduplicated)."""
-    from memdiag.extract import strong_facts
+    """Strong facts stated by the user, worded as the scratchpad pins them (deduplicated).
 
+    "allergic to peanuts", "花生过敏", "time zone UTC+8"; a name is tracked by itself ("Mia"),
+    since people state it as "I'm Mia" rather than with the word "name".
+    """
+    from memdiag.extract import default_extractor
+
+    ex = default_extractor()
     seen: dict[str, None] = {}
     for m in transcript.messages:
         if m.role != "user":
             continue
-        for x in strong_facts(m.content):
-            text = m.content[x.span[0] : x.span[1]].strip(" .,!?;:。！？；，")
-            if text:
-                seen.setdefault(text, None)
+        for x in ex.extract(m.content):
+            if not x.strong:
+                continue
+            shown = ex.render_value(x.field, x.value)
+            if x.field == "name" or shown != x.value:
+                text = shown
+            else:
+                text = f"{ex.label(x.field, x.value)} {x.value}"
+            seen.setdefault(text, None)
     return list(seen)
 
 

@@ -73,8 +73,27 @@ def fact_cell(f: FactSurvival) -> Text:
     if f.stated_at_turn is None:
         return Text("never stated", style="dim")
     if f.lost_at_turn is None:
-        return Text(f"kept ({f.kept_by})", style="green")
+        cell = Text(f"kept ({f.kept_by})", style="green")
+        gaps = _gaps(f)
+        if gaps:
+            cell.append(f"; out of the window {gaps}", style="yellow")
+        return cell
     return Text(f"lost at turn {f.lost_at_turn} ({f.mechanism})", style="red")
+
+
+def _gaps(f: FactSurvival) -> str:
+    """Earlier losses of a fact that is back in the window (restated): 'turns 12–40 (evicted)'."""
+    out = []
+    lost: dict[str, object] | None = None
+    for event in f.history:
+        if event["event"] == "lost":
+            lost = event
+        elif lost is not None:
+            back = event["turn"]
+            assert isinstance(back, int)
+            out.append(f"turns {lost['turn']}–{back - 1} ({lost['mechanism']})")
+            lost = None
+    return ", ".join(out)
 
 
 def render_replay(console: Console, report: ReplayReport, show: str = "changes") -> None:
