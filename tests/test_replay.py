@@ -131,3 +131,17 @@ def test_facts_file_takes_window_room_and_keeps_its_facts(tmp_path):
     allergy, seats = res.facts
     assert allergy.lost_at_turn is None and allergy.kept_by == "memories"
     assert seats.lost_at_turn is not None  # the profile does not hold it
+
+
+def test_auto_facts_are_strong_facts_worded_as_pinned():
+    t = load(FIXTURES / "allergy.jsonl")
+    report = run(t, Settings(budget=800, strategy="all"))
+    assert report.facts_found
+    assert "allergic to peanuts" in report.facts and "Mia" in report.facts
+    zh = run(load(FIXTURES / "allergy_zh.jsonl"), Settings(budget=600))
+    assert "花生过敏" in zh.facts
+    by_name = {r.name: r for r in report.results}
+    k = report.facts.index("allergic to peanuts")
+    # the sliding window and the summary lose it for a while; the scratchpad never does
+    assert any(e["event"] == "lost" for e in by_name["sliding_window"].facts[k].history)
+    assert not any(e["event"] == "lost" for e in by_name["scratchpad"].facts[k].history)
