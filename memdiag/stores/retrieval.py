@@ -1,0 +1,125 @@
+"""Long-term retrieval checks for diagnose (SPEC §7 step 3).
+
+- ``find_in_store``: was the fact written? Lexical matching of the fact against every stored
+  document (normalized containment, fuzzy word overlap, CJK n-grams: ``memdiag.facts.match``),
+  plus embedding similarity when the collection's own embedding function runs offline.
+- ``retrieve``: would the query have retrieved it? Chroma's own ``query`` with the collection's
+  own embedding function: its ranks and distances, unchanged. Without an embedding function the
+  check is skipped with the reason, never approximated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memdiag.stores.chroma import ChromaStore, Hit, MemoryRecord
+
+# all-MiniLM-L6-v2 puts paraphrases of one statement above ~0.7 and unrelated memories below
+# ~0.4; 0.7 keeps "stored" meaning "stored", not "something similar was stored".
+SEMANTIC_THRESHOLD = 0.7
+
+
+@dataclass(frozen=True)
+class StoreMatch:
+    """A stored record that states the fact, with how it was matched."""
+
+    record: MemoryRecord
+    score: float  # 0..1: lexical score or cosine similarity
+    method: str  # exact | fuzzy | cjk_ngram | semantic
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """Chroma's answer to the retrieval query, or why the check was skipped."""
+
+    hits: list[Hit] = field(default_factory=list)
+    skipped_reason: str | None = None
+    embedding_function: str | None = None  # what embedded the query
+
+
+def _collections(store: ChromaStore, collection: str | None) -> list[str]:
+    return [collection] if collection else store.collection_names()
+
+
+def locate(
+    store: ChromaStore,
+    collection: str | None,
+    fact_text: str,
+    semantic_threshold: float = SEMANTIC_THRESHOLD,
+) -> list[StoreMatch]:
+    """Records that state ``fact_text``, best first (lexical, then semantic when possible)."""
+    import numpy as np
+
+    from memdiag.facts import match
+    from memdiag.stores.embeddings import embed
+
+    found: list[StoreMatch] = []
+    for name in _collections(store, collection):
+        data = store.cached_read(name)
+        records = data.records()
+        matched: dict[int, StoreMatch] = {}
+        for i, rec in enumerate(records):
+            if rec.document:
+                m = match(fact_text, rec.document)
+                if m is not None:
+                    matched[i] = StoreMatch(rec, m.score, m.method)
+        ef, _reason = store.embedding_function(name)
+        emb = data.embeddings
+        if ef is not None and emb is not None and len(emb):
+            q = embed(ef, [fact_text])[0]
+            if q.shape[0] == emb.shape[1]:
+                norms = np.linalg.norm(emb, axis=1) * float(np.linalg.norm(q))
+                sims = (emb @ q) / np.where(norms > 0, norms, 1.0)
+                for i in np.flatnonzero(sims >= semantic_threshold):
+                    sim = round(float(sims[i]), 4)
+                    if int(i) not in matched or matched[int(i)].score < sim:
+                        matched[int(i)] = StoreMatch(records[int(i)], sim, "semantic")
+        found.extend(matched.values())
+    found.sort(key=lambda m: -m.score)
+    return found
+
+
+def find_in_store(
+    store: ChromaStore,
+    collection: str | None,
+    fact_text: str,
+    semantic_threshold: float = SEMANTIC_THRESHOLD,
+) -> list[MemoryRecord]:
+    """Where ``fact_text`` is stored: the matching records, best match first."""
+    return [m.record for m in locate(store, collection, fact_text, semantic_threshold)]
+
+
+def retrieve(
+    store: ChromaStore | None,
+    collection: str | None,
+    query_text: str,
+    top_k: int,
+) -> RetrievalResult:
+    """Chroma's own top-k for ``query_text``, embedded with the collection's own function.
+
+    With ``collection=None`` every collection is queried; hits keep each collection's own ranks
+    (``Hit.collection`` says which). Collections whose embedding function cannot run offline are
+    skipped, and ``skipped_reason`` says why; hits are never approximated.
+    """
+    from memdiag.stores.embeddings import embed
+
+    if store is None:
+        return RetrievalResult([], "no vector store configured (--chroma)")
+    hits: list[Hit] = []
+    skipped: list[str] = []
+    used: list[str] = []
+    names = _collections(store, collection)
+    if not names:
+        return RetrievalResult([], f"the store {store.spec} has no collections")
+    for name in names:
+        ef, reason = store.embedding_function(name)
+        if ef is None:
+            skipped.append(f"collection {name!r}: {reason}")
+            continue
+        used.append(reason)
+        hits.extend(store.query_embedding(name, embed(ef, [query_text])[0], top_k))
+    return RetrievalResult(
+        hits,
+        "; ".join(skipped) if skipped else None,
+        "; ".join(dict.fromkeys(used)) or None,
+    )

@@ -1,0 +1,123 @@
+"""The same audit and retrieval over a Chroma server (``chroma run``) as in embedded mode."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memdiag.stores.audit import AuditSettings, audit
+from memdiag.stores.chroma import open_chroma
+from memdiag.stores.facts_file import load_facts_file
+from memdiag.stores.retrieval import retrieve
+
+from .test_stores import (
+    COSINE,
+    DIRTY_EXPECTED,
+    FIXTURES,
+    NOW,
+    _model_dir_or_skip,
+    build_store,
+    planted,
+)
+
+pytestmark = pytest.mark.server
+
+
+def _chroma_executable() -> str | None:
+    beside = Path(sys.executable).parent / "chroma"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("chroma")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A `chroma run` server over a store holding the clean and dirty collections."""
+    exe = _chroma_executable()
+    if exe is None:
+        pytest.skip(f"no `chroma` executable next to {sys.executable} or on PATH")
+    model = _model_dir_or_skip()
+    home = tmp_path_factory.getbasetemp() / "home"
+    home.mkdir(exist_ok=True)
+    path = tmp_path_factory.mktemp("chroma-server") / "store"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("ANONYMIZED_TELEMETRY", "False")
+        build_store(
+            path, {"clean": ("clean.jsonl", COSINE), "dirty": ("dirty.jsonl", COSINE)}, model
+        )
+    port = _free_port()
+    log = (path.parent / "server.log").open("wb")
+    env = {**os.environ, "HOME": str(home), "ANONYMIZED_TELEMETRY": "False"}
+    proc = subprocess.Popen(
+        [exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"chroma server did not start; see {path.parent / 'server.log'}")
+                time.sleep(0.2)
+        yield url, path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_server_audit_equals_embedded(chroma_server: tuple[str, Path]) -> None:
+    url, path = chroma_server
+    facts = load_facts_file(FIXTURES / "facts.json")
+    with open_chroma(url) as store:
+        assert store.collection_names() == ["clean", "dirty"]
+        remote = audit(facts, store, "dirty", AuditSettings(now=NOW))
+        remote_clean = audit(facts, store, "clean", AuditSettings(now=NOW))
+    # The server owns the directory; an embedded read goes through memdiag's temporary copy.
+    with open_chroma(str(path)) as store:
+        local = audit(facts, store, "dirty", AuditSettings(now=NOW))
+    assert planted(remote) == planted(local) == DIRTY_EXPECTED
+    assert [f.message for f in remote.findings] == [f.message for f in local.findings]
+    assert remote.layers == local.layers
+    assert remote_clean.findings == []
+    entry = next(s for s in remote.stores if s["type"] == "chroma")
+    assert entry["mode"] == "server" and entry["location"] == url
+
+
+def test_server_retrieve_equals_embedded(chroma_server: tuple[str, Path]) -> None:
+    url, path = chroma_server
+    query = "what food allergies do I have"
+    with open_chroma(url) as store:
+        remote = retrieve(store, "dirty", query, top_k=4)
+    with open_chroma(str(path)) as store:
+        local = retrieve(store, "dirty", query, top_k=4)
+    assert remote.skipped_reason is None
+    # d2 and d3 are planted exact duplicates: equal distances, so either may come first.
+    assert [h.document for h in remote.hits] == [h.document for h in local.hits]
+    assert remote.hits[0].id == local.hits[0].id == "d7"
+    assert [h.distance for h in remote.hits] == pytest.approx(
+        [h.distance for h in local.hits], abs=1e-5
+    )
