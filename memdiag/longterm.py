@@ -142,7 +142,7 @@ class LongTermStores:
         self, fact: str, counter: TokenCounter, settings: Settings, d: Diagnosis
     ) -> bool:
         assert self.facts is not None
-        found = _facts_entry(self.facts, fact)
+        found = _facts_entry(self.facts, fact, [e.text for e in d.evidence])
         if found is None:
             d.details["facts_file"] = {"found": False}
             return False
@@ -287,33 +287,54 @@ def _is_strong(fact: str, texts: list[str]) -> bool:
 
 
 def _fields(text: str, single_only: bool = False) -> dict[str, str]:
-    """Extracted field → value; ``single_only`` keeps fields that hold one value at a time."""
+    """Extracted field → value; ``single_only`` keeps fields that hold one value at a time.
+
+    Stored memories are usually third person ("User lives in Berlin"); the extractor reads
+    first-person statements, so they are rewritten first, as the store audit does.
+    """
     from memdiag.extract import default_extractor
+    from memdiag.stores.audit import as_first_person
 
     ex = default_extractor()
     return {
         x.field: x.value.casefold()
-        for x in ex.extract(text)
+        for x in ex.extract(as_first_person(text))
         if not (single_only and ex.is_multi(x.field))
     }
 
 
-def _facts_entry(facts: FactsFile, fact: str) -> tuple[FactEntry, str] | None:
-    """The facts-file entry for ``fact``: by value, by extracted field=key, or outdated by key."""
-    from memdiag.stores.facts_file import normalize_key
+def _facts_entry(
+    facts: FactsFile, fact: str, evidence: list[str]
+) -> tuple[FactEntry, str] | None:
+    """The facts-file entry for ``fact``: by value, or by key for the field it states.
+
+    The field comes from the fact and from the statements that are its evidence ("我对花生过敏"
+    states allergy=花生 even when the fact is worded "对花生过敏"). A single-valued key holding
+    another value is outdated; a multi-valued one (allergies) simply does not hold this value.
+    """
+    from memdiag.extract import default_extractor
+    from memdiag.stores.audit import field_for_key, same_value
 
     for entry in facts.entries:
         if match(fact, f"{entry.key} {entry.value}") or match(fact, entry.value):
             return entry, "value"
-    fields = _fields(fact)
+    stated = _fields(fact)
+    folded = fact.casefold()
+    for text in evidence:  # only what the evidence says about this fact (its value is in it)
+        for name, value in _fields(text).items():
+            if value in folded:
+                stated.setdefault(name, value)
+    multi = default_extractor().is_multi
+    outdated = None
     for entry in facts.entries:
-        key = normalize_key(entry.key).rsplit(".", 1)[-1]
-        for name, value in fields.items():
-            if key in (name, f"{name}s", f"user_{name}"):
-                if value in entry.value.casefold() or entry.value.casefold() in value:
-                    return entry, "key"
-                return entry, "key_outdated"
-    return None
+        name = field_for_key(entry.key)
+        if name not in stated:
+            continue
+        if same_value(stated[name], entry.value):
+            return entry, "key"
+        if not multi(name) and outdated is None:
+            outdated = entry
+    return (outdated, "key_outdated") if outdated is not None else None
 
 
 def _contradicting(
