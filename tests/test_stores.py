@@ -84,13 +84,20 @@ def build_store(
     """Create a persistent store: {collection: (fixture file, configuration)}."""
     import chromadb
     from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        path=str(path), settings=Settings(anonymized_telemetry=False)
+    )
+    populate(client, collections, model)
+    client.close()
+
+
+def populate(client: Any, collections: dict[str, tuple[str, dict[str, Any]]], model: Path) -> None:
+    """Create the collections in any Chroma client (embedded or HTTP), embedded with MiniLM."""
     from chromadb.utils.embedding_functions import DefaultEmbeddingFunction, ONNXMiniLM_L6_V2
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ONNXMiniLM_L6_V2, "DOWNLOAD_PATH", model)
-        client = chromadb.PersistentClient(
-            path=str(path), settings=Settings(anonymized_telemetry=False)
-        )
         for name, (fixture, config) in collections.items():
             col = client.create_collection(
                 name, embedding_function=DefaultEmbeddingFunction(), configuration=config
@@ -101,7 +108,6 @@ def build_store(
                 documents=[r["document"] for r in rows],
                 metadatas=[r["metadata"] for r in rows],
             )
-        client.close()
 
 
 COSINE = {"hnsw": {"space": "cosine"}}
@@ -150,7 +156,10 @@ def test_facts_flat_seed_shape() -> None:
     facts = load_facts_file(FIXTURES / "facts.json")
     assert facts.shape == "flat"
     assert facts.as_dict() == {
-        "name": "Mia", "city": "Lisbon", "units": "metric", "timezone": "Europe/Lisbon"
+        "name": "Mia",
+        "city": "Lisbon",
+        "units": "metric",
+        "timezone": "Europe/Lisbon",
     }
     entry = facts.lookup("city")
     assert entry is not None and entry.value == "Lisbon" and entry.line == 3
@@ -161,14 +170,18 @@ def test_facts_flat_seed_shape() -> None:
 
 def test_facts_nested_shape_flattens_to_dotted_keys(tmp_path: Path) -> None:
     p = tmp_path / "nested.json"
-    p.write_text(json.dumps(
-        {"user": {"name": "Mia", "diet": {"allergies": ["peanuts", "shellfish"]}}, "tz": "UTC"},
-        indent=2,
-    ))
+    p.write_text(
+        json.dumps(
+            {"user": {"name": "Mia", "diet": {"allergies": ["peanuts", "shellfish"]}}, "tz": "UTC"},
+            indent=2,
+        )
+    )
     facts = load_facts_file(p)
     assert facts.shape == "nested"
     assert facts.as_dict() == {
-        "user.name": "Mia", "user.diet.allergies": "peanuts, shellfish", "tz": "UTC"
+        "user.name": "Mia",
+        "user.diet.allergies": "peanuts, shellfish",
+        "tz": "UTC",
     }
     e = facts.lookup("User Name")  # "user.name" normalizes to "user_name"
     assert e is not None and e.key == "user.name" and e.line == 3
@@ -188,10 +201,14 @@ def test_facts_records_history_and_collisions() -> None:
 
 def test_facts_records_latest_by_time_not_file_order(tmp_path: Path) -> None:
     p = tmp_path / "f.json"
-    p.write_text(json.dumps([
-        {"key": "city", "value": "Lisbon", "updated_at": "2026-01-01"},
-        {"key": "city", "value": "Berlin", "updated_at": 1735689600},  # 2025-01-01, epoch
-    ]))
+    p.write_text(
+        json.dumps(
+            [
+                {"key": "city", "value": "Lisbon", "updated_at": "2026-01-01"},
+                {"key": "city", "value": "Berlin", "updated_at": 1735689600},  # 2025-01-01, epoch
+            ]
+        )
+    )
     entry = load_facts_file(p).lookup("city")
     assert entry is not None and entry.value == "Lisbon"
     p.write_text(json.dumps([{"key": "city", "value": "A"}, {"key": "city", "value": "B"}]))
@@ -238,8 +255,9 @@ def test_facts_missing_file(tmp_path: Path) -> None:
 
 
 def test_facts_audit_alone() -> None:
-    report = audit(load_facts_file(FIXTURES / "facts_records.json"), None, None,
-                   AuditSettings(now=NOW))
+    report = audit(
+        load_facts_file(FIXTURES / "facts_records.json"), None, None, AuditSettings(now=NOW)
+    )
     assert planted(report) == {
         ("conflict", frozenset({"facts:User Name", "facts:user_name"})),
         ("stale", frozenset({"facts:city@2", "facts:city"})),
@@ -421,8 +439,13 @@ def test_audit_dirty_finds_exactly_the_planted_problems(store_dir: Path) -> None
     before = tree_digest(store_dir)
     progress: list[tuple[int, int]] = []
     with open_chroma(str(store_dir)) as store:
-        report = audit(facts, store, "dirty", AuditSettings(now=NOW),
-                       progress=lambda d, t: progress.append((d, t)))
+        report = audit(
+            facts,
+            store,
+            "dirty",
+            AuditSettings(now=NOW),
+            progress=lambda d, t: progress.append((d, t)),
+        )
     assert tree_digest(store_dir) == before
     assert planted(report) == DIRTY_EXPECTED
     assert {f.severity for f in report.findings if f.kind == "conflict"} == {"error"}
@@ -442,7 +465,11 @@ def test_audit_clean_has_no_findings(store_dir: Path) -> None:
         report = audit(facts, store, "clean", AuditSettings(now=NOW))
     assert report.findings == []
     assert report.layers == {
-        "profile": 4 + 4, "session_summary": 1, "episodic": 1, "semantic": 1, "procedural": 1
+        "profile": 4 + 4,
+        "session_summary": 1,
+        "episodic": 1,
+        "semantic": 1,
+        "procedural": 1,
     }
 
 
@@ -478,16 +505,29 @@ def test_space_disagreement(tmp_path: Path) -> None:
     client = chromadb.PersistentClient(
         path=str(path), settings=Settings(anonymized_telemetry=False)
     )
-    client.create_collection("mixed", embedding_function=None, metadata={"hnsw:space": "cosine"},
-                             configuration={"hnsw": {"space": "l2"}})
+    client.create_collection(
+        "mixed",
+        embedding_function=None,
+        metadata={"hnsw:space": "cosine"},
+        configuration={"hnsw": {"space": "l2"}},
+    )
     client.close()
     with open_chroma(str(path)) as store:
         info = store.collection_info("mixed")
         report = audit(None, store, "mixed", AuditSettings(now=NOW))
-    if info.configured_space == info.legacy_space:
-        pytest.skip("this chromadb reconciles configuration and legacy metadata itself")
-    assert info.space_disagreement
-    assert any(f.kind == "distance_metric" and "legacy" in f.message for f in report.findings)
+    if info.configured_space != info.legacy_space:  # chromadb kept both as written
+        assert info.space_disagreement
+        assert any(f.kind == "distance_metric" and "legacy" in f.message for f in report.findings)
+    # chromadb 1.5 reconciles the two itself, so a legacy store (0.4/0.5 era) is the only way
+    # to meet a disagreement: check the rule on the CollectionInfo such a store would give
+    from memdiag.stores.audit import _space_findings
+    from memdiag.stores.chroma import CollectionInfo
+
+    legacy = CollectionInfo("old", 3, 384, "cosine", None, {}, "l2", "cosine")
+    found = _space_findings(legacy, unit_vectors=True)
+    assert legacy.space_disagreement
+    assert [(f.kind, f.severity) for f in found] == [("distance_metric", "warning")]
+    assert "'l2'" in found[0].message and "'cosine'" in found[0].message
 
 
 def test_audit_all_collections(store_dir: Path) -> None:
@@ -515,8 +555,9 @@ def test_retrieve_equals_chroma_query_and_leaves_store_untouched(store_dir: Path
     shutil.copytree(store_dir, copy)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ONNXMiniLM_L6_V2, "DOWNLOAD_PATH", _model_dir_or_skip())
-        client = chromadb.PersistentClient(path=str(copy),
-                                           settings=Settings(anonymized_telemetry=False))
+        client = chromadb.PersistentClient(
+            path=str(copy), settings=Settings(anonymized_telemetry=False)
+        )
         col = client.get_collection("dirty", embedding_function=DefaultEmbeddingFunction())
         ref = col.query(query_texts=[query], n_results=5)
         client.close()
@@ -543,8 +584,9 @@ def test_retrieve_skips_without_embedding_function(tmp_path: Path) -> None:
     assert [r.id for r in found] == ["a"]  # lexical matching needs no model
 
 
-def test_retrieve_skips_when_model_missing(store_dir: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retrieve_skips_when_model_missing(
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "no-model"))
     monkeypatch.setenv("HOME", str(tmp_path))  # and nothing in Chroma's cache either
     ef, reason = resolve_embedding_function({"type": "known", "name": "default", "config": {}})

@@ -27,6 +27,7 @@ from .test_stores import (
     _model_dir_or_skip,
     build_store,
     planted,
+    populate,
 )
 
 pytestmark = pytest.mark.server
@@ -47,7 +48,12 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A `chroma run` server over a store holding the clean and dirty collections."""
+    """A `chroma run` server holding the clean and dirty collections, and the same data in an
+    embedded store. CI starts the server itself (MEMDIAG_TEST_CHROMA_URL); else we start one."""
+    external = os.environ.get("MEMDIAG_TEST_CHROMA_URL")
+    if external:
+        yield _external_server(external, tmp_path_factory)
+        return
     exe = _chroma_executable()
     if exe is None:
         pytest.skip(f"no `chroma` executable next to {sys.executable} or on PATH")
@@ -66,7 +72,9 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     env = {**os.environ, "HOME": str(home), "ANONYMIZED_TELEMETRY": "False"}
     proc = subprocess.Popen(
         [exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -87,6 +95,32 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def _external_server(url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """Fill a running server (started by .ci/run) and build the embedded twin of its data."""
+    import urllib.parse
+
+    import chromadb
+    from chromadb.config import Settings
+
+    model = _model_dir_or_skip()
+    home = tmp_path_factory.getbasetemp() / "home"
+    home.mkdir(exist_ok=True)
+    path = tmp_path_factory.mktemp("chroma-twin") / "store"
+    collections = {"clean": ("clean.jsonl", COSINE), "dirty": ("dirty.jsonl", COSINE)}
+    parsed = urllib.parse.urlparse(url)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("ANONYMIZED_TELEMETRY", "False")
+        client = chromadb.HttpClient(
+            host=parsed.hostname, port=parsed.port, settings=Settings(anonymized_telemetry=False)
+        )
+        for name in client.list_collections():  # the CI server is ours alone: start clean
+            client.delete_collection(name if isinstance(name, str) else name.name)
+        populate(client, collections, model)
+        build_store(path, collections, model)
+    return url, path
 
 
 def test_server_audit_equals_embedded(chroma_server: tuple[str, Path]) -> None:
