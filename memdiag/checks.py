@@ -35,6 +35,7 @@ from memdiag.config import (
     SummarySettings,
 )
 from memdiag.errors import InputError, UsageError
+from memdiag.stores.audit import KINDS as FINDING_KINDS
 from memdiag.yamlio import LineDict, LineList, load_yaml, to_dataclass, unknown_key_error
 
 if TYPE_CHECKING:
@@ -43,18 +44,7 @@ if TYPE_CHECKING:
 
 SPEC_VERSION = 1
 
-# Finding kinds of the store audit (SPEC §5, inspect-store).
-FINDING_KINDS = (
-    "duplicate",
-    "near_duplicate",
-    "conflict",
-    "stale",
-    "strong_fact_in_vector_store",
-    "distance_metric",
-    "missing_metadata",
-    "store_disagreement",
-)
-KEPT_BY = ("verbatim", "summary", "pinned")
+KEPT_BY = ("verbatim", "summary", "pinned", "memories")
 MECHANISM_TEXT = {
     "evicted": "evicted",
     "summarized_away": "summarized away",

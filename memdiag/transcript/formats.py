@@ -26,6 +26,22 @@ from memdiag.transcript.model import (
 )
 
 MAX_BYTES = 2 * 1024**3
+# fields of a message that the canonical reader interprets; any other key is metadata
+MESSAGE_FIELDS = frozenset(
+    {
+        "role",
+        "content",
+        "id",
+        "session",
+        "ts",
+        "timestamp",
+        "name",
+        "tool_calls",
+        "tool_call_id",
+        "forgot",
+        "type",
+    }
+)
 
 
 @dataclass
@@ -214,20 +230,7 @@ def message_from_dict(
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
-    known = {
-        "role",
-        "content",
-        "id",
-        "session",
-        "ts",
-        "timestamp",
-        "name",
-        "tool_calls",
-        "tool_call_id",
-        "forgot",
-        "type",
-    }
-    extra = {k: v for k, v in obj.items() if k not in known}
+    extra = {k: v for k, v in obj.items() if k not in MESSAGE_FIELDS}
     if extra:
         meta = {**meta, **extra}
     return RawMessage(

@@ -11,25 +11,8 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
+from memdiag.transcript.formats import MESSAGE_FIELDS  # metadata keys never written top level
 from memdiag.transcript.model import DEFAULT_SESSION, Message, Transcript
-
-# fields that the canonical reader interprets; metadata keys with these names are not written
-# as top-level fields, or they would change meaning when read back
-_MESSAGE_FIELDS = frozenset(
-    {
-        "role",
-        "content",
-        "id",
-        "session",
-        "ts",
-        "timestamp",
-        "name",
-        "tool_calls",
-        "tool_call_id",
-        "forgot",
-        "type",
-    }
-)
 
 # json.dumps(ensure_ascii=False) leaves these unescaped, but str.splitlines (and some JSON
 # Lines readers) break lines on them; escaping keeps one record per line
@@ -114,7 +97,7 @@ def _message_record(m: Message) -> dict[str, Any]:
     # metadata (non-text blocks, has_answer, image captions, ...) rides along as extra fields,
     # which the canonical reader keeps as metadata again
     for key, value in m.metadata.items():
-        if key not in _MESSAGE_FIELDS:
+        if key not in MESSAGE_FIELDS:
             record[key] = value
     return record
 
