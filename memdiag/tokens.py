@@ -136,6 +136,7 @@ class TokenCounter:
         self.encoding = get_encoding(encoding)
         self.overhead = overhead or ChatOverhead()
         self.role_tokens = {r: self.count(r) for r in ("system", "user", "assistant", "tool")}
+        self._sections: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         if not text:
@@ -156,7 +157,15 @@ class TokenCounter:
 
     def section_cost(self, text: str) -> int:
         """A pinned section (scratchpad, summary, memories) rendered as one system message."""
-        return self.message_cost("system", text) if text else 0
+        if not text:
+            return 0
+        # a summarizer checks the text it returns and the strategy then sets it: count once
+        cost = self._sections.get(text)
+        if cost is None:
+            if len(self._sections) >= 8:
+                self._sections.clear()
+            cost = self._sections[text] = self.message_cost("system", text)
+        return cost
 
     def message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
         """Cost of every message, each encoded exactly once (batched)."""
