@@ -80,8 +80,18 @@ def text_terms(text: str) -> tuple[frozenset[str], str]:
     return words, norm
 
 
-def match(fact: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Match | None:
-    """How well ``text`` states ``fact``; None below ``threshold``."""
+def fold(text: str) -> str:
+    """NFKC + casefold: what the cheap pre-check of :func:`match` searches."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def match(
+    fact: str, text: str, threshold: float = FUZZY_THRESHOLD, folded: str | None = None
+) -> Match | None:
+    """How well ``text`` states ``fact``; None below ``threshold``.
+
+    ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts).
+    """
     words, grams = fact_terms(fact)
     total = len(words) + len(grams)
     nf = normalize(fact)
@@ -89,7 +99,8 @@ def match(fact: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Match | N
         return None
     # Cheap upper bound first: a term that matches is a substring of the folded text. Most
     # messages fail here, which keeps evidence search over long transcripts fast.
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded is None:
+        folded = fold(text)
     if total:
         needed = math.ceil(threshold * total - 1e-9)
         present = sum(1 for w in words if w in folded) + sum(1 for g in grams if g in folded)

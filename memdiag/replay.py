@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, match
+from memdiag.facts import FUZZY_THRESHOLD, fold, match
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import PinChange, Strategy
 from memdiag.tokens import TokenCounter
@@ -74,6 +74,7 @@ class ReplayContext:
     memory_tokens: int = 0  # injected long-term memories, every turn
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    _folded_texts: list[tuple[int, str]] = field(default_factory=list, repr=False)
 
     @property
     def budget(self) -> int:
@@ -83,13 +84,25 @@ class ReplayContext:
         """Indices of the messages that state ``fact`` (searched once per run and fact)."""
         found = self._evidence.get(fact)
         if found is None:
+            msgs = self.transcript.messages
+            folded = self._folded()
             found = tuple(
-                m.index
-                for m in self.transcript.messages
-                if m.role in EVIDENCE_ROLES and match(fact, m.content, FUZZY_THRESHOLD)
+                i
+                for i, text in folded
+                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text)
             )
             self._evidence[fact] = found
         return found
+
+    def _folded(self) -> list[tuple[int, str]]:
+        """(index, folded text) of every message that can be evidence, computed once per run."""
+        if not self._folded_texts:
+            self._folded_texts.extend(
+                (m.index, fold(m.content))
+                for m in self.transcript.messages
+                if m.role in EVIDENCE_ROLES
+            )
+        return self._folded_texts
 
     def with_budget(self, budget: int) -> ReplayContext:
         """The same counts and evidence under another budget (for what-if searches)."""

@@ -75,16 +75,18 @@ _BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 _FIRST_PERSON = re.compile(
     r"(?:\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|my|My|me|mine|we|We|our|Our)\b|我)"
 )
+# searched in the casefolded sentence: a case-sensitive pattern is measured ~3× faster than
+# re.IGNORECASE here
 _CONSTRAINT = re.compile(
     r"\b(?:never|always|don't|don’t|do not|must|mustn't|cannot|can't|avoid|allergic|allergy|"
-    r"required?|only|no longer)\b|不要|别|必须|总是|从不|过敏|不能|禁止|千万|一定|只",
-    re.IGNORECASE,
+    r"required?|only|no longer)\b|不要|别|必须|总是|从不|过敏|不能|禁止|千万|一定|只"
 )
 _NUMBER = re.compile(r"\d")
 _DATE = re.compile(
     r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d|\b\d{4}-\d{2}-\d{2}\b|"
     r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|[0-9一二三四五六七八九十]+[月日号]"
 )
+_DATE_HINT = re.compile("[月日号]")
 _CAPITALIZED = re.compile(r"(?<=[\s,(])[A-Z][a-z]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _LINE = re.compile(r"^(user|assistant|tool|system|summary): (.*)$")
@@ -143,13 +145,17 @@ class ExtractiveSummarizer:
         found = self.extractor.extract(sentence)
         if found:
             score += 4 + (3 if any(e.strong for e in found) else 0)
-        if _CONSTRAINT.search(sentence):
+        if _CONSTRAINT.search(sentence.casefold()):
             score += 3
         if _FIRST_PERSON.search(sentence):
             score += 2
-        if _NUMBER.search(sentence):
+        has_number = _NUMBER.search(sentence) is not None
+        if has_number:
             score += 1
-        if _DATE.search(sentence):
+        # every date form needs a digit, a weekday ("…day") or 月/日/号: skip the slow regex else
+        if (has_number or "day" in sentence or _DATE_HINT.search(sentence)) and _DATE.search(
+            sentence
+        ):
             score += 1
         if _CAPITALIZED.search(sentence):
             score += 1
