@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -22,7 +22,10 @@ from memdiag import __version__
 from memdiag.errors import MemdiagError
 from memdiag.render import OutputFormat
 
-T = TypeVar("T")
+if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
+    from memdiag.config import Settings
+    from memdiag.longterm import LongTermStores
+    from memdiag.transcript import Transcript
 
 app = typer.Typer(
     name="memdiag",
@@ -222,13 +225,13 @@ def count_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
         yield tick
 
 
-def settings_from(config: Path | None, **flags: Any):  # type: ignore[no-untyped-def]
+def settings_from(config: Path | None, **flags: Any) -> Settings:
     from memdiag.config import load_settings
 
     return load_settings(config).with_overrides(**flags).validate()
 
 
-def load_transcript(path: Path, fmt: str | None, skip_invalid: bool):  # type: ignore[no-untyped-def]
+def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
     from memdiag.transcript import load
 
     transcript = load(path, fmt, skip_invalid=skip_invalid)
@@ -333,7 +336,7 @@ def replay(
             render_replay(stdout(), report, show)
 
 
-def open_stores(settings):  # type: ignore[no-untyped-def]
+def open_stores(settings: Settings) -> LongTermStores | None:
     """The long-term stores named by flags/config, or None when none is configured."""
     s = settings.store
     if not (s.facts_file or s.chroma):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.config import Settings
 from memdiag.errors import UsageError
-from memdiag.facts import Evidence, find_evidence, match
+from memdiag.facts import Evidence, find_evidence
 from memdiag.replay import ReplayContext, prepare, replay
 from memdiag.transcript.model import Transcript
 
@@ -311,8 +311,3 @@ def _long_term(
     stores.decide(failure.fact, query, rctx.settings, d)
     if d.verdict == "never_stated":  # decide() found nothing in any store
         d.verdict = "long_term_not_written"
-
-
-def match_score(fact: str, text: str) -> float:
-    m = match(fact, text)
-    return 0.0 if m is None else m.score

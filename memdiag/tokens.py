@@ -7,7 +7,6 @@ tiktoken's own cache (``TIKTOKEN_CACHE_DIR``) is tried first, as tiktoken docume
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,6 +14,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from memdiag.errors import InputError, UsageError
+from memdiag.transcript.blocks import tool_call_text
 
 if TYPE_CHECKING:
     import tiktoken
@@ -169,9 +169,7 @@ class TokenCounter:
 
     def message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
         """Cost of every message, each encoded exactly once (batched)."""
-        from memdiag.transcript.blocks import tool_call_text
-
-        texts = [_message_text(m, tool_call_text) for m in messages]
+        texts = [_message_text(m) for m in messages]
         content = self.count_many(texts)
         roles = self.role_tokens
         costs = []
@@ -183,13 +181,10 @@ class TokenCounter:
         return costs
 
 
-def _message_text(m: Message, tool_call_text: object) -> str:
+def _message_text(m: Message) -> str:
+    """What a message costs: its content, plus its tool calls (name and arguments)."""
     text = m.content
     if m.tool_calls:
-        calls = tool_call_text(m.tool_calls)  # type: ignore[operator]
+        calls = tool_call_text(m.tool_calls)
         text = f"{text}\n{calls}" if text else calls
     return text
-
-
-def dumps_compact(obj: object) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -165,10 +165,6 @@ def render_survival(console: Console, report: ReplayReport) -> None:
         )
         table.add_row(Text(fact), stated, *(fact_cell(r.facts[k]) for r in report.results))
     console.print(table)
-
-
-def group(*items: object) -> Group:
-    return Group(*items)  # type: ignore[arg-type]
 
 
 VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}

@@ -9,7 +9,7 @@ so one replay is O(number of messages): no window is ever copied per turn.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -155,7 +155,3 @@ class UnitQueue:
 def min_turn_for(turn: int, max_turns: int | None) -> int | None:
     """Oldest turn a window of ``max_turns`` turns may still hold at ``turn``."""
     return None if max_turns is None else turn - max_turns + 1
-
-
-def flatten(units: Iterable[Unit]) -> list[int]:
-    return [i for u in units for i in u.indices]
