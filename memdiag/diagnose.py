@@ -120,6 +120,11 @@ def _one(
         session=turn.session,
     )
     if not evidence:
+        evidence = _semantic_fallback(failure.fact, t, turn.user_index + 1, d)
+        d.evidence = evidence[:5]
+        if evidence:  # the replay follows these messages, since the words do not match
+            rctx.remember_evidence(failure.fact, [e.index for e in evidence])
+    if not evidence:
         d.details["searched"] = f"{turn.user_index + 1} messages before turn {turn.number}"
         d.fixes = [
             "Not a memory failure: the fact was never stated before this turn. Check the fact "
@@ -134,6 +139,20 @@ def _one(
         _long_term(rctx, failure, d, stores)
     d.layer = LAYER[d.verdict]
     return d
+
+
+def _semantic_fallback(fact: str, t: Transcript, before: int, d: Diagnosis) -> list[Evidence]:
+    """Paraphrases, when lexical search found nothing and the embedding model is at hand."""
+    from memdiag.facts import find_semantic_evidence
+    from memdiag.stores.embeddings import default_embedder
+
+    embedder, reason = default_embedder()
+    if embedder is None:
+        d.details["semantic_search"] = f"skipped: {reason}"
+        return []
+    found, searched = find_semantic_evidence(fact, t.messages, before, embedder)
+    d.details["semantic_search"] = f"{searched} user sentences compared"
+    return found
 
 
 # --- short-term ---------------------------------------------------------------------------

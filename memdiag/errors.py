@@ -14,9 +14,7 @@ class InputError(MemdiagError):
 
     exit_code = 2
 
-    def __init__(
-        self, message: str, *, path: str | None = None, line: int | None = None
-    ) -> None:
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
         self.path = path
         self.line = line
         prefix = ""

@@ -303,9 +303,7 @@ def _fields(text: str, single_only: bool = False) -> dict[str, str]:
     }
 
 
-def _facts_entry(
-    facts: FactsFile, fact: str, evidence: list[str]
-) -> tuple[FactEntry, str] | None:
+def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[FactEntry, str] | None:
     """The facts-file entry for ``fact``: by value, or by key for the field it states.
 
     The field comes from the fact and from the statements that are its evidence ("我对花生过敏"

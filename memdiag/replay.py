@@ -94,6 +94,10 @@ class ReplayContext:
             self._evidence[fact] = found
         return found
 
+    def remember_evidence(self, fact: str, indices: Sequence[int]) -> None:
+        """Evidence found another way (semantic search) for a fact whose words do not match."""
+        self._evidence[fact] = tuple(sorted(set(indices)))
+
     def _folded(self) -> list[tuple[int, str]]:
         """(index, folded text) of every message that can be evidence, computed once per run."""
         if not self._folded_texts:

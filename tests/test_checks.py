@@ -113,22 +113,37 @@ def test_typo_key_names_file_and_line(tmp_path: Path) -> None:
     ("old", "new", "line", "message"),
     [
         ("budget: 400}}", "budget: lots}}", 2, "strategy.budget must be an integer, got a string"),
-        ("verdict: short_term_dropped", "verdict: short_term_droped", 14,
-         "unknown verdict 'short_term_droped' (did you mean 'short_term_dropped'?)"),
+        (
+            "verdict: short_term_dropped",
+            "verdict: short_term_droped",
+            14,
+            "unknown verdict 'short_term_droped' (did you mean 'short_term_dropped'?)",
+        ),
         ("in_layer: long_term", "in_layer: longterm", 16, "unknown in_layer 'longterm'"),
-        ("transcript: demo.jsonl\n    strategy", "transcript: nope.jsonl\n    strategy", 19,
-         "transcript: no such file 'nope.jsonl'"),
-        ("{name: scratchpad, budget: 400}", "all", 20,
-         "'kept' needs one strategy, not 'all'"),
-        ("{name: scratchpad, budget: 400}", "{name: scratchpad, max_turn: 4}", 20,
-         "unknown key 'max_turn' (did you mean 'max_turns'?)"),
+        (
+            "transcript: demo.jsonl\n    strategy",
+            "transcript: nope.jsonl\n    strategy",
+            19,
+            "transcript: no such file 'nope.jsonl'",
+        ),
+        ("{name: scratchpad, budget: 400}", "all", 20, "'kept' needs one strategy, not 'all'"),
+        (
+            "{name: scratchpad, budget: 400}",
+            "{name: scratchpad, max_turn: 4}",
+            20,
+            "unknown key 'max_turn' (did you mean 'max_turns'?)",
+        ),
         ("kept_by: pinned", "kept_by: pined", 24, "unknown kept_by 'pined'"),
         ("kept_by: pinned", "equals: pinned", 24, "'equals' does not apply to 'kept'"),
         ("        at_turn: 5", "        at_turn: 0", 8, "at_turn must be a turn number"),
         ("        at_turn: 5", "        at_turn: 99", 8, "at_turn 99: demo.jsonl has turns 1..10"),
         ("version: 1", "version: 2", 1, "version 2 is not supported"),
-        ("  - name: scratchpad pins it", "  - name: allergy evicted", 18,
-         "duplicate case name 'allergy evicted' (first at line 4)"),
+        (
+            "  - name: scratchpad pins it",
+            "  - name: allergy evicted",
+            18,
+            "duplicate case name 'allergy evicted' (first at line 4)",
+        ),
     ],
 )
 def test_spec_errors_have_lines(
@@ -144,13 +159,16 @@ def test_spec_errors_have_lines(
 
 
 def test_store_expectations_need_a_store(tmp_path: Path) -> None:
-    spec = write_spec(tmp_path, """\
+    spec = write_spec(
+        tmp_path,
+        """\
         cases:
           - name: no store
             transcript: demo.jsonl
             expect:
               - max_findings: {duplicate: 0}
-    """)
+    """,
+    )
     with pytest.raises(InputError, match=r"checks\.yaml:5: 'max_findings' needs a store"):
         load_spec(spec)
 
@@ -210,7 +228,9 @@ def test_facts_file_expectations(tmp_path: Path) -> None:
     (tmp_path / "facts.json").write_text(
         json.dumps({"name": "Mia", "allergy": "peanuts", "age": 34}), encoding="utf-8"
     )
-    spec = write_spec(tmp_path, """\
+    spec = write_spec(
+        tmp_path,
+        """\
         cases:
           - name: profile
             store: {facts_file: facts.json}
@@ -223,7 +243,8 @@ def test_facts_file_expectations(tmp_path: Path) -> None:
               - fact_key: name
                 equals: Max
               - fact_key: birthday
-    """)
+    """,
+    )
     report = check(spec)
     assert report.failed == 1
     case = report.cases[0]
@@ -237,10 +258,12 @@ def test_facts_file_expectations(tmp_path: Path) -> None:
 def test_max_findings_on_a_facts_file(tmp_path: Path) -> None:
     # two spellings of one key with different values: the audit reports a conflict
     (tmp_path / "facts.json").write_text(
-        json.dumps([
-            {"key": "allergy", "value": "peanuts", "updated_at": "2026-01-01T00:00:00Z"},
-            {"key": "Allergy", "value": "shellfish", "updated_at": "2026-02-01T00:00:00Z"},
-        ]),
+        json.dumps(
+            [
+                {"key": "allergy", "value": "peanuts", "updated_at": "2026-01-01T00:00:00Z"},
+                {"key": "Allergy", "value": "shellfish", "updated_at": "2026-02-01T00:00:00Z"},
+            ]
+        ),
         encoding="utf-8",
     )
     text = """\
@@ -283,9 +306,12 @@ def test_every_output_format_renders(tmp_path: Path) -> None:
 
 
 def test_junit_survives_control_characters_and_markup(tmp_path: Path) -> None:
-    spec = write_spec(tmp_path, HOLDING.replace(
-        "name: allergy evicted", 'name: "[bold]<allergy> & \\u0007 evicted"'
-    ).replace("at_turn: 5", "at_turn: 7"))
+    spec = write_spec(
+        tmp_path,
+        HOLDING.replace(
+            "name: allergy evicted", 'name: "[bold]<allergy> & \\u0007 evicted"'
+        ).replace("at_turn: 5", "at_turn: 7"),
+    )
     junit = tmp_path / "report.xml"
     r = invoke(str(spec), "--junit", str(junit))
     assert r.exit_code == 1
@@ -335,7 +361,9 @@ def test_store_hygiene_on_a_chroma_store(tmp_path: Path, model_dir: Path) -> Non
     store = tmp_path / "chroma"
     _build_chroma(store, model_dir, {"clean": "clean.jsonl", "dirty": "dirty.jsonl"})
     shutil.copy(FIXTURES / "facts.json", tmp_path / "facts.json")  # strong facts live here
-    spec = write_spec(tmp_path, """\
+    spec = write_spec(
+        tmp_path,
+        """\
         cases:
           - name: clean collection
             store: {chroma: chroma, collection: clean, facts_file: facts.json}
@@ -345,7 +373,8 @@ def test_store_hygiene_on_a_chroma_store(tmp_path: Path, model_dir: Path) -> Non
             store: {chroma: chroma, collection: dirty, facts_file: facts.json}
             expect:
               - max_findings: {duplicate: 0, conflict: 0, strong_fact_in_vector_store: 0}
-    """)
+    """,
+    )
     one = invoke(str(spec), "--format", "json")
     two = invoke(str(spec), "--format", "json", "--jobs", "2")
     assert one.exit_code == 1, one.output

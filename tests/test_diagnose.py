@@ -131,3 +131,23 @@ def test_extractive_summary_keeps_allergy_in_context():
 def test_scratchpad_keeps_allergy_pinned():
     d = run(ALLERGY, 800, strategy="scratchpad")[0]
     assert d.verdict == "in_context" and d.details["kept_by"] == "pinned"
+
+
+def test_semantic_fallback_finds_a_paraphrase(model_dir):
+    """No shared words with "I prefer window seats", but the meaning is the same (cos 0.60)."""
+    paraphrase, unrelated = run(
+        DEMO, 400, facts=["likes sitting by the window on planes", "vegetarian"], at=8
+    )
+    assert paraphrase.verdict == "short_term_dropped"
+    assert paraphrase.evidence[0].id == "u3" and paraphrase.evidence[0].method == "semantic"
+    assert paraphrase.details["lost_at_turn"] == 6  # the replay follows the semantic evidence
+    assert unrelated.verdict == "never_stated"
+    assert "user sentences compared" in unrelated.details["semantic_search"]
+
+
+def test_semantic_fallback_says_why_it_was_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "none"))
+    d = run(DEMO, 400, facts=["vegetarian"], at=8)[0]
+    assert d.verdict == "never_stated"
+    assert d.details["semantic_search"].startswith("skipped: ")
+    assert "MEMDIAG_ONNX_MODEL_DIR" in d.details["semantic_search"]

@@ -208,7 +208,13 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
             )
             body.append("what-if  ", style="dim")
             body.append(f"{kept}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n")
-        for key in ("retrieval", "facts_file", "stores_checked", "skipped_reason"):
+        for key in (
+            "retrieval",
+            "facts_file",
+            "stores_checked",
+            "skipped_reason",
+            "semantic_search",
+        ):
             if key in det and det[key] not in (None, [], {}):
                 body.append(f"{key:<9}", style="dim")
                 body.append(f"{_fmt(det[key])}\n")

@@ -71,8 +71,16 @@ SEVERITIES = ("error", "warning", "info")
 
 # Metadata keys that date a record, most specific first.
 TIMESTAMP_KEYS = (
-    "updated_at", "updatedAt", "modified_at", "created_at", "createdAt", "timestamp", "ts",
-    "time", "date", "datetime",
+    "updated_at",
+    "updatedAt",
+    "modified_at",
+    "created_at",
+    "createdAt",
+    "timestamp",
+    "ts",
+    "time",
+    "date",
+    "datetime",
 )
 # Metadata keys that name the subject a record is about (a key-value memory written as text).
 SUBJECT_KEYS = ("key", "fact_key", "subject", "field", "attribute", "slot")
@@ -221,10 +229,21 @@ _ADVERB_VERB = re.compile(
     r"\bI (never|always|usually|often|also|still) (\w+?(?:ies|ches|shes|sses|xes|zes|s))\b"
 )
 _ZH_SUBJECT = re.compile(r"(^|[。！？.!?]\s*)用户(?=的|\S)")
-_FIXED_VERBS = {"is": "am", "was": "was", "has": "have", "does not": "do not",
-                "doesn't": "don't", "can't": "can't", "cannot": "cannot", "never": "never",
-                "always": "always", "usually": "usually", "often": "often", "also": "also",
-                "still": "still"}
+_FIXED_VERBS = {
+    "is": "am",
+    "was": "was",
+    "has": "have",
+    "does not": "do not",
+    "doesn't": "don't",
+    "can't": "can't",
+    "cannot": "cannot",
+    "never": "never",
+    "always": "always",
+    "usually": "usually",
+    "often": "often",
+    "also": "also",
+    "still": "still",
+}
 
 
 def _first_person_verb(verb: str) -> str:
@@ -351,15 +370,24 @@ def _audit_facts(facts: FactsFile, settings: AuditSettings, now: datetime) -> li
     findings: list[Finding] = []
     for col in facts.normalization_collisions:
         entries = [e for e in facts.entries if e.normalized_key == col.normalized_key]
-        if len(_cluster_values(
-            [_Claim(0, col.normalized_key, e.value, False, False, None) for e in entries]
-        )) > 1:
+        if (
+            len(
+                _cluster_values(
+                    [_Claim(0, col.normalized_key, e.value, False, False, None) for e in entries]
+                )
+            )
+            > 1
+        ):
             shown = "; ".join(f"{e.key!r} = {e.value!r}" for e in entries)
-            findings.append(Finding(
-                "conflict", "error", _ids(_fact_id(e) for e in entries),
-                f"facts file keys normalize to {col.normalized_key!r} but disagree: {shown}; "
-                "an exact-key reader gets whichever spelling it asks for",
-            ))
+            findings.append(
+                Finding(
+                    "conflict",
+                    "error",
+                    _ids(_fact_id(e) for e in entries),
+                    f"facts file keys normalize to {col.normalized_key!r} but disagree: {shown}; "
+                    "an exact-key reader gets whichever spelling it asks for",
+                )
+            )
     for key, history in facts.history.items():
         current = facts.lookup(key)
         older = [e for e in history if e is not current]
@@ -368,31 +396,43 @@ def _audit_facts(facts: FactsFile, settings: AuditSettings, now: datetime) -> li
             continue
         if facts.shape != "records":
             # A JSON object with a repeated key: parsers disagree on which one wins.
-            findings.append(Finding(
-                "conflict", "error", _ids([_fact_id(current)] + [_fact_id(e, False)
-                                                                 for e in differing]),
-                f"facts file repeats key {key!r} with different values "
-                f"({', '.join(repr(e.value) for e in [*differing, current])}); JSON readers "
-                "keep the last one, others may not",
-            ))
+            findings.append(
+                Finding(
+                    "conflict",
+                    "error",
+                    _ids([_fact_id(current)] + [_fact_id(e, False) for e in differing]),
+                    f"facts file repeats key {key!r} with different values "
+                    f"({', '.join(repr(e.value) for e in [*differing, current])}); JSON readers "
+                    "keep the last one, others may not",
+                )
+            )
             continue
         for e in differing:
-            findings.append(Finding(
-                "stale", "info", (_fact_id(e, False), _fact_id(current)),
-                f"facts file: {key} = {e.value!r} ({_fmt_time(e.timestamp)}, line {e.line}) was "
-                f"superseded by {current.value!r} ({_fmt_time(current.timestamp)}); kept as "
-                "history, readers use the current value",
-            ))
+            findings.append(
+                Finding(
+                    "stale",
+                    "info",
+                    (_fact_id(e, False), _fact_id(current)),
+                    f"facts file: {key} = {e.value!r} ({_fmt_time(e.timestamp)}, "
+                    f"line {e.line}) was "
+                    f"superseded by {current.value!r} ({_fmt_time(current.timestamp)}); kept as "
+                    "history, readers use the current value",
+                )
+            )
     if settings.stale_after_days is not None:
         limit = now - timedelta(days=settings.stale_after_days)
         old = [e for e in facts.entries if e.timestamp is not None and e.timestamp < limit]
         if old:
-            findings.append(Finding(
-                "stale", "warning", _ids(_fact_id(e) for e in old),
-                f"{len(old)} facts file value(s) not updated for more than "
-                f"{settings.stale_after_days:g} days: "
-                + ", ".join(f"{e.key} ({_fmt_time(e.timestamp)})" for e in old[:10]),
-            ))
+            findings.append(
+                Finding(
+                    "stale",
+                    "warning",
+                    _ids(_fact_id(e) for e in old),
+                    f"{len(old)} facts file value(s) not updated for more than "
+                    f"{settings.stale_after_days:g} days: "
+                    + ", ".join(f"{e.key} ({_fmt_time(e.timestamp)})" for e in old[:10]),
+                )
+            )
     return findings
 
 
@@ -422,30 +462,44 @@ def _space_findings(info: CollectionInfo, unit_vectors: bool | None) -> list[Fin
     out: list[Finding] = []
     name = info.name
     if info.space_disagreement:
-        out.append(Finding(
-            "distance_metric", "warning", (),
-            f"collection {name!r}: configuration says space {info.configured_space!r} but "
-            f"legacy metadata hnsw:space says {info.legacy_space!r}; clients that read one "
-            "and not the other interpret distances wrongly",
-            name,
-        ))
+        out.append(
+            Finding(
+                "distance_metric",
+                "warning",
+                (),
+                f"collection {name!r}: configuration says space {info.configured_space!r} but "
+                f"legacy metadata hnsw:space says {info.legacy_space!r}; clients that read one "
+                "and not the other interpret distances wrongly",
+                name,
+            )
+        )
     if info.space == "l2":
         if unit_vectors:
-            out.append(Finding(
-                "distance_metric", "info", (),
-                f"collection {name!r} uses L2 distance; its vectors are normalized, so ranking "
-                "equals cosine, but a consumer computing 1 - distance as cosine similarity gets "
-                "wrong scores (L2² = 2 - 2·cos) and wrong thresholds",
-                name,
-            ))
+            out.append(
+                Finding(
+                    "distance_metric",
+                    "info",
+                    (),
+                    f"collection {name!r} uses L2 distance; its vectors are normalized, so "
+                    "ranking equals cosine, but a consumer computing 1 - distance as cosine "
+                    "similarity gets "
+                    "wrong scores (L2² = 2 - 2·cos) and wrong thresholds",
+                    name,
+                )
+            )
         else:
-            out.append(Finding(
-                "distance_metric", "warning", (),
-                f"collection {name!r} uses L2 distance over unnormalized vectors: ranking differs "
-                "from cosine, and 1 - distance is not a similarity; recreate it with "
-                "configuration={'hnsw': {'space': 'cosine'}}",
-                name,
-            ))
+            out.append(
+                Finding(
+                    "distance_metric",
+                    "warning",
+                    (),
+                    f"collection {name!r} uses L2 distance over unnormalized vectors: ranking "
+                    "differs "
+                    "from cosine, and 1 - distance is not a similarity; recreate it with "
+                    "configuration={'hnsw': {'space': 'cosine'}}",
+                    name,
+                )
+            )
     return out
 
 
@@ -495,11 +549,15 @@ def _audit_collection(
     for g in dup_groups:
         texts = {normalize_document(data.documents[i] or "") for i in g}
         how = "the same text" if len(texts) == 1 else "the same embedding"
-        findings.append(Finding(
-            "duplicate", SEVERITY["duplicate"], _ids(ids[i] for i in g),
-            f"{len(g)} records hold {how}: {(data.documents[g[0]] or '')[:80]!r}; keep one",
-            name,
-        ))
+        findings.append(
+            Finding(
+                "duplicate",
+                SEVERITY["duplicate"],
+                _ids(ids[i] for i in g),
+                f"{len(g)} records hold {how}: {(data.documents[g[0]] or '')[:80]!r}; keep one",
+                name,
+            )
+        )
 
     # Near duplicates: exact cosine over one representative per duplicate group.
     pending: Future[list[tuple[int, int, float]]] | None = None
@@ -519,7 +577,10 @@ def _audit_collection(
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdiag-neardup")
         pending = pool.submit(
             near_duplicate_pairs,
-            reps_matrix, settings.near_duplicate_threshold, settings.block_size, _tick,
+            reps_matrix,
+            settings.near_duplicate_threshold,
+            settings.block_size,
+            _tick,
         )
         pool.shutdown(wait=False)
 
@@ -538,16 +599,23 @@ def _audit_collection(
             best.setdefault(nuf.find(a), []).append(cos)
         for g in nuf.groups(range(len(reps))):
             cosines = best[nuf.find(g[0])]
-            span = (f"{min(cosines):.3f}" if len(set(cosines)) == 1
-                    else f"{min(cosines):.3f}–{max(cosines):.3f}")
+            span = (
+                f"{min(cosines):.3f}"
+                if len(set(cosines)) == 1
+                else f"{min(cosines):.3f}–{max(cosines):.3f}"
+            )
             members = [int(reps[i]) for i in g]
-            findings.append(Finding(
-                "near_duplicate", SEVERITY["near_duplicate"], _ids(ids[i] for i in members),
-                f"{len(members)} near-identical records (cosine {span} ≥ "
-                f"{settings.near_duplicate_threshold:g}): "
-                f"{(data.documents[members[0]] or '')[:60]!r}; merge them",
-                name,
-            ))
+            findings.append(
+                Finding(
+                    "near_duplicate",
+                    SEVERITY["near_duplicate"],
+                    _ids(ids[i] for i in members),
+                    f"{len(members)} near-identical records (cosine {span} ≥ "
+                    f"{settings.near_duplicate_threshold:g}): "
+                    f"{(data.documents[members[0]] or '')[:60]!r}; merge them",
+                    name,
+                )
+            )
 
     # Conflicts and superseded values, per single-valued subject.
     subjects: dict[str, list[_Claim]] = {}
@@ -566,48 +634,73 @@ def _audit_collection(
         shown = "; ".join(
             f"{cl[0].value!r} ({', '.join(_fmt_time(c.ts) for c in cl)})" for cl in clusters
         )
-        tail = (f"the newest says {latest.value!r}" if latest is not None
-                else "without timestamps nothing tells which is current")
-        findings.append(Finding(
-            "conflict", SEVERITY["conflict"], _ids(ids[c.record] for cl in clusters for c in cl),
-            f"{subject}: the store holds different values: {shown}; {tail}",
-            name,
-        ))
+        tail = (
+            f"the newest says {latest.value!r}"
+            if latest is not None
+            else "without timestamps nothing tells which is current"
+        )
+        findings.append(
+            Finding(
+                "conflict",
+                SEVERITY["conflict"],
+                _ids(ids[c.record] for cl in clusters for c in cl),
+                f"{subject}: the store holds different values: {shown}; {tail}",
+                name,
+            )
+        )
         if latest is not None and current is not None:
-            older = [c for cl in clusters if cl is not current for c in cl
-                     if c.ts is not None and latest.ts is not None and c.ts < latest.ts]
+            older = [
+                c
+                for cl in clusters
+                if cl is not current
+                for c in cl
+                if c.ts is not None and latest.ts is not None and c.ts < latest.ts
+            ]
             if older:
-                findings.append(Finding(
-                    "stale", SEVERITY["stale"], _ids(ids[c.record] for c in older),
-                    f"{subject}: {', '.join(repr(c.value) for c in older)} superseded by "
-                    f"{latest.value!r} ({_fmt_time(latest.ts)}) but still retrievable; "
-                    "delete or mark superseded",
-                    name,
-                ))
+                findings.append(
+                    Finding(
+                        "stale",
+                        SEVERITY["stale"],
+                        _ids(ids[c.record] for c in older),
+                        f"{subject}: {', '.join(repr(c.value) for c in older)} superseded by "
+                        f"{latest.value!r} ({_fmt_time(latest.ts)}) but still retrievable; "
+                        "delete or mark superseded",
+                        name,
+                    )
+                )
 
     # Records marked superseded, and (optionally) records too old.
     marked = [
-        i for i, m in enumerate(data.metadatas)
+        i
+        for i, m in enumerate(data.metadatas)
         if m.get("superseded_by") or str(m.get("status", "")).lower() in SUPERSEDED_STATUS
     ]
     if marked:
-        findings.append(Finding(
-            "stale", SEVERITY["stale"], _ids(ids[i] for i in marked),
-            f"{len(marked)} record(s) marked superseded are still in the collection and "
-            "retrievable",
-            name,
-        ))
+        findings.append(
+            Finding(
+                "stale",
+                SEVERITY["stale"],
+                _ids(ids[i] for i in marked),
+                f"{len(marked)} record(s) marked superseded are still in the collection and "
+                "retrievable",
+                name,
+            )
+        )
     if settings.stale_after_days is not None:
         limit = now - timedelta(days=settings.stale_after_days)
         aged = [i for i, ts in enumerate(stamps) if ts is not None and ts < limit]
         aged = [i for i in aged if i not in set(marked)]
         if aged:
-            findings.append(Finding(
-                "stale", SEVERITY["stale"], _ids(ids[i] for i in aged),
-                f"{len(aged)} record(s) older than {settings.stale_after_days:g} days "
-                f"(oldest {_fmt_time(min(stamps[i] for i in aged))})",  # type: ignore[type-var]
-                name,
-            ))
+            findings.append(
+                Finding(
+                    "stale",
+                    SEVERITY["stale"],
+                    _ids(ids[i] for i in aged),
+                    f"{len(aged)} record(s) older than {settings.stale_after_days:g} days "
+                    f"(oldest {_fmt_time(min(stamps[i] for i in aged))})",  # type: ignore[type-var]
+                    name,
+                )
+            )
 
     # Strong facts only in the vector store, and disagreements with the facts file.
     strong_groups: dict[tuple[str, str], list[_Claim]] = {}
@@ -621,13 +714,16 @@ def _audit_collection(
         strong_groups.setdefault((c.subject, _value_norm(c.value)), []).append(c)
     for (subject, _v), group in strong_groups.items():
         where = "no facts file was given" if facts is None else "the facts file lacks it"
-        findings.append(Finding(
-            "strong_fact_in_vector_store", SEVERITY["strong_fact_in_vector_store"],
-            _ids(ids[c.record] for c in group),
-            f"strong fact {subject} = {group[0].value!r} lives only in the vector store "
-            f"({where}); retrieval may miss it, store it under an exact key",
-            name,
-        ))
+        findings.append(
+            Finding(
+                "strong_fact_in_vector_store",
+                SEVERITY["strong_fact_in_vector_store"],
+                _ids(ids[c.record] for c in group),
+                f"strong fact {subject} = {group[0].value!r} lives only in the vector store "
+                f"({where}); retrieval may miss it, store it under an exact key",
+                name,
+            )
+        )
     if facts is not None:
         for subject, current in current_values.items():
             entries = by_field.get(subject, [])
@@ -636,13 +732,16 @@ def _audit_collection(
             if any(same_value(e.value, c.value) for e in entries for c in current):
                 continue
             fact = entries[-1]
-            findings.append(Finding(
-                "store_disagreement", SEVERITY["store_disagreement"],
-                _ids([_fact_id(fact)] + [ids[c.record] for c in current]),
-                f"{subject}: facts file says {fact.key} = {fact.value!r} but the vector store "
-                f"says {current[0].value!r}",
-                name,
-            ))
+            findings.append(
+                Finding(
+                    "store_disagreement",
+                    SEVERITY["store_disagreement"],
+                    _ids([_fact_id(fact)] + [ids[c.record] for c in current]),
+                    f"{subject}: facts file says {fact.key} = {fact.value!r} but the vector store "
+                    f"says {current[0].value!r}",
+                    name,
+                )
+            )
 
     # Missing metadata: one finding per collection, not one per record.
     no_ts = [i for i in range(n) if stamps[i] is None]
@@ -653,13 +752,17 @@ def _audit_collection(
             parts.append(f"{len(no_ts)} without a timestamp ({'/'.join(TIMESTAMP_KEYS[:4])}…)")
         if no_layer:
             parts.append(f"{len(no_layer)} without layer metadata (layer/type/kind…)")
-        findings.append(Finding(
-            "missing_metadata", SEVERITY["missing_metadata"],
-            _ids(ids[i] for i in sorted(set(no_ts) | set(no_layer))),
-            f"collection {name!r}: " + " and ".join(parts)
-            + "; staleness and layers are guessed for them",
-            name,
-        ))
+        findings.append(
+            Finding(
+                "missing_metadata",
+                SEVERITY["missing_metadata"],
+                _ids(ids[i] for i in sorted(set(no_ts) | set(no_layer))),
+                f"collection {name!r}: "
+                + " and ".join(parts)
+                + "; staleness and layers are guessed for them",
+                name,
+            )
+        )
     return findings, layers
 
 
@@ -699,17 +802,19 @@ def audit(
     findings: list[Finding] = []
 
     if facts is not None:
-        stores.append({
-            "type": "facts_file",
-            "location": facts.path,
-            "shape": facts.shape,
-            "keys": len(facts.entries),
-            "superseded_values": len(facts.superseded()),
-            "normalization_collisions": [
-                {"normalized_key": c.normalized_key, "keys": list(c.keys)}
-                for c in facts.normalization_collisions
-            ],
-        })
+        stores.append(
+            {
+                "type": "facts_file",
+                "location": facts.path,
+                "shape": facts.shape,
+                "keys": len(facts.entries),
+                "superseded_values": len(facts.superseded()),
+                "normalization_collisions": [
+                    {"normalized_key": c.normalized_key, "keys": list(c.keys)}
+                    for c in facts.normalization_collisions
+                ],
+            }
+        )
         # The facts file is the profile layer (SPEC §7): read by key, injected whole.
         layers["profile"] += len(facts.entries)
         findings.extend(_audit_facts(facts, settings, now))

@@ -136,8 +136,9 @@ def validate_store_dir(path: Path) -> Path:
     try:
         rows = con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     except sqlite3.DatabaseError as e:
-        raise StoreError(f"not a Chroma store: {db} is not a readable SQLite database ({e})") \
-            from None
+        raise StoreError(
+            f"not a Chroma store: {db} is not a readable SQLite database ({e})"
+        ) from None
     finally:
         con.close()
     missing = CHROMA_TABLES - {r[0] for r in rows}
@@ -226,8 +227,10 @@ class ChromaStore:
         """Size, dimension, distance space and embedding function of one collection."""
         col = self._collection(name)
         count = int(self._call(f"cannot count {name!r}", col.count))
-        config = self._call(f"cannot read the configuration of {name!r}",
-                            lambda: col.configuration_json) or {}
+        config = (
+            self._call(f"cannot read the configuration of {name!r}", lambda: col.configuration_json)
+            or {}
+        )
         metadata = dict(col.metadata or {})
         configured = None
         for index in ("hnsw", "spann"):
@@ -337,8 +340,9 @@ class ChromaStore:
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
         """The collection's persisted embedding function if it runs offline, else (None, why)."""
         col = self._collection(name)
-        config = self._call(f"cannot read the configuration of {name!r}",
-                            lambda: col.configuration_json)
+        config = self._call(
+            f"cannot read the configuration of {name!r}", lambda: col.configuration_json
+        )
         return resolve_embedding_function(config)
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
@@ -388,7 +392,9 @@ def _open_server(spec: str) -> ChromaStore:
     port = url.port or (443 if ssl else 8000)
     try:
         client = chromadb.HttpClient(
-            host=url.hostname, port=port, ssl=ssl,
+            host=url.hostname,
+            port=port,
+            ssl=ssl,
             settings=Settings(anonymized_telemetry=False),
         )
         client.heartbeat()

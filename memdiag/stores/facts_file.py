@@ -280,8 +280,9 @@ def _from_object(name: str, text: str, data: dict[str, Any]) -> FactsFile:
             if not full.strip():
                 raise StoreError("empty key", path=name, line=line)
             found.append(
-                FactEntry(full, normalize_key(full), _value_text(name, full, value, line),
-                          line=line)
+                FactEntry(
+                    full, normalize_key(full), _value_text(name, full, value, line), line=line
+                )
             )
 
     walk("", _skip(text, 0))
@@ -305,12 +306,12 @@ def _from_records(name: str, text: str, data: list[Any]) -> FactsFile:
         key = item.get("key")
         if not isinstance(key, str) or not key.strip():
             raise StoreError(
-                f"record {n}: missing or non-string \"key\" (fields: {', '.join(item) or 'none'})",
+                f'record {n}: missing or non-string "key" (fields: {", ".join(item) or "none"})',
                 path=name,
                 line=line,
             )
         if "value" not in item:
-            raise StoreError(f"record {n} (key {key!r}): missing \"value\"", path=name, line=line)
+            raise StoreError(f'record {n} (key {key!r}): missing "value"', path=name, line=line)
         value = _value_text(name, key, item["value"], line)
         updated = item.get("updated_at")
         if updated is not None:

@@ -59,8 +59,11 @@ def _bound_factors(y: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray,
 
     n = y.shape[0]
     head = y[:, :k]
-    rest = np.sqrt(np.einsum("ij,ij->i", y[:, k:], y[:, k:]))[:, None] if k < y.shape[1] \
+    rest = (
+        np.sqrt(np.einsum("ij,ij->i", y[:, k:], y[:, k:]))[:, None]
+        if k < y.shape[1]
         else np.zeros((n, 1), dtype=np.float32)
+    )
     a = np.hstack([head, rest, np.ones((n, 1), dtype=np.float32)])
     b = np.hstack([head, rest, np.full((n, 1), -(threshold - BOUND_SLACK), dtype=np.float32)])
     return np.ascontiguousarray(a, dtype=np.float32), np.ascontiguousarray(b, dtype=np.float32)
@@ -137,9 +140,7 @@ def near_duplicate_pairs(
                 jj += j0
                 keep = ii < jj
                 ii, jj = ii[keep], jj[keep]
-            cos = np.einsum(
-                "ij,ij->i", x[ii], x[jj], dtype=np.float64
-            ) / (norms[ii] * norms[jj])
+            cos = np.einsum("ij,ij->i", x[ii], x[jj], dtype=np.float64) / (norms[ii] * norms[jj])
             ok = cos >= threshold
             found_i.append(ii[ok])
             found_j.append(jj[ok])
