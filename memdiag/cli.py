@@ -95,6 +95,42 @@ SkipInvalidOpt = Annotated[
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
 ]
+SummaryMaxOpt = Annotated[
+    int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")
+]
+TriggerOpt = Annotated[
+    int | None, typer.Option(help="Summary: compress when the window passes this many tokens.")
+]
+KeepRecentOpt = Annotated[
+    int | None, typer.Option(help="Summary: tokens kept verbatim after a compression.")
+]
+PinnedMaxOpt = Annotated[
+    int | None, typer.Option(help="Scratchpad: pinned fields never exceed this many tokens.")
+]
+RulesOpt = Annotated[
+    Path | None, typer.Option("--rules", help="Scratchpad: extra extraction rules (YAML).")
+]
+
+
+def strategy_flags(
+    max_turns: int | None,
+    summarizer: str | None,
+    summary_max_tokens: int | None,
+    trigger_tokens: int | None,
+    keep_recent_tokens: int | None,
+    scratchpad_max_tokens: int | None,
+    rules: Path | None,
+) -> dict[str, Any]:
+    """The strategy flags shared by replay and diagnose, as dotted settings overrides."""
+    return {
+        "sliding_window.max_turns": max_turns,
+        "summary.summarizer": summarizer,
+        "summary.summary_max_tokens": summary_max_tokens,
+        "summary.trigger_tokens": trigger_tokens,
+        "summary.keep_recent_tokens": keep_recent_tokens,
+        "scratchpad.scratchpad_max_tokens": scratchpad_max_tokens,
+        "scratchpad.rules": str(rules) if rules else None,
+    }
 
 
 AtOpt = Annotated[
@@ -281,6 +317,11 @@ def replay(
     model: ModelOpt = None,
     encoding: EncodingOpt = None,
     summarizer: SummarizerOpt = None,
+    summary_max_tokens: SummaryMaxOpt = None,
+    trigger_tokens: TriggerOpt = None,
+    keep_recent_tokens: KeepRecentOpt = None,
+    scratchpad_max_tokens: PinnedMaxOpt = None,
+    rules: RulesOpt = None,
     facts_file: FactsFileOpt = None,
     show: Annotated[
         str, typer.Option(help="Turns to list: changes (default), all, none.")
@@ -305,8 +346,15 @@ def replay(
             model=model,
             encoding=encoding,
             **{
-                "sliding_window.max_turns": max_turns,
-                "summary.summarizer": summarizer,
+                **strategy_flags(
+                    max_turns,
+                    summarizer,
+                    summary_max_tokens,
+                    trigger_tokens,
+                    keep_recent_tokens,
+                    scratchpad_max_tokens,
+                    rules,
+                ),
                 "store.facts_file": str(facts_file) if facts_file else None,
             },
         )
@@ -365,6 +413,11 @@ def diagnose(
     model: ModelOpt = None,
     encoding: EncodingOpt = None,
     summarizer: SummarizerOpt = None,
+    summary_max_tokens: SummaryMaxOpt = None,
+    trigger_tokens: TriggerOpt = None,
+    keep_recent_tokens: KeepRecentOpt = None,
+    scratchpad_max_tokens: PinnedMaxOpt = None,
+    rules: RulesOpt = None,
     facts_file: FactsFileOpt = None,
     chroma: ChromaOpt = None,
     collection: CollectionOpt = None,
@@ -402,8 +455,15 @@ def diagnose(
             model=model,
             encoding=encoding,
             **{
-                "sliding_window.max_turns": max_turns,
-                "summary.summarizer": summarizer,
+                **strategy_flags(
+                    max_turns,
+                    summarizer,
+                    summary_max_tokens,
+                    trigger_tokens,
+                    keep_recent_tokens,
+                    scratchpad_max_tokens,
+                    rules,
+                ),
                 "store.facts_file": str(facts_file) if facts_file else None,
                 "store.chroma": chroma,
                 "store.collection": collection,

@@ -147,3 +147,31 @@ def test_diagnose_table_names_verdict_and_fix():
     assert r.exit_code == 0
     assert "short_term_dropped" in r.stdout and "long_term_not_written" in r.stdout
     assert "Raise the sliding-window budget to at least" in r.stdout
+
+
+def test_strategy_flags_override_config(tmp_path):
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text("summary:\n  summary_max_tokens: 300\n")
+    allergy = str(FIXTURES / "allergy.jsonl")
+    args = ["replay", allergy, "--strategy", "summary", "--budget", "800", "-f", "json"]
+    r = invoke(*args, "--config", str(cfg), "--summary-max-tokens", "60")
+    turns = json.loads(r.stdout)["strategies"]["summary"]["turns"]
+    assert 0 < max(t["tokens"]["summary"] for t in turns) <= 60
+    r = invoke(*args, "--config", str(cfg))
+    turns = json.loads(r.stdout)["strategies"]["summary"]["turns"]
+    assert max(t["tokens"]["summary"] for t in turns) > 60
+
+
+def test_convert_writes_canonical_atomically(tmp_path):
+    out = tmp_path / "conv.jsonl"
+    src = FIXTURES / "formats" / "locomo_sample.json"
+    r = invoke("convert", str(src), "-o", str(out))
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["type"] == "session"
+    assert any(x.get("id", "").startswith("D1:") for x in lines)
+    assert not (tmp_path / "conv.jsonl.tmp").exists()
+    # and the result replays like the original
+    a = json.loads(invoke("replay", str(src), "--budget", "300", "-f", "json").stdout)
+    b = json.loads(invoke("replay", str(out), "--budget", "300", "-f", "json").stdout)
+    assert a["strategies"] == b["strategies"]
