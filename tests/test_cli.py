@@ -175,3 +175,38 @@ def test_convert_writes_canonical_atomically(tmp_path):
     a = json.loads(invoke("replay", str(src), "--budget", "300", "-f", "json").stdout)
     b = json.loads(invoke("replay", str(out), "--budget", "300", "-f", "json").stdout)
     assert a["strategies"] == b["strategies"]
+
+
+def test_transcript_text_is_never_interpreted_as_markup(tmp_path):
+    """Rich markup in user content, ids and paths is printed as typed (no injection)."""
+    d = tmp_path / "[red]dir"
+    d.mkdir()
+    p = d / "t.jsonl"
+    lines = [
+        {
+            "id": "[bold]u1[/bold]",
+            "role": "user",
+            "content": "I'm allergic to [link=http://x]peanuts[/link].",
+        },
+        {
+            "role": "assistant",
+            "content": "ok",
+            "forgot": "allergic to [link=http://x]peanuts[/link]",
+        },
+        {"role": "user", "content": "[blink]snack?[/blink]"},
+        {
+            "role": "assistant",
+            "content": "peanuts!",
+            "forgot": "allergic to [link=http://x]peanuts[/link]",
+        },
+    ]
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    for args in (
+        ["replay", str(p), "--fact", "allergic to [link=http://x]peanuts[/link]", "--show", "all"],
+        ["diagnose", str(p)],
+    ):
+        r = invoke(*args)
+        assert r.exit_code == 0, r.output
+        assert "[link=http://x]peanuts[/link]" in r.stdout
+        assert "[bold]u1[/bold]" in r.stdout
+        assert "[red]dir" in r.stdout

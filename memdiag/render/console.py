@@ -163,7 +163,7 @@ def render_survival(console: Console, report: ReplayReport) -> None:
             if first.stated_at_turn is not None
             else "-"
         )
-        table.add_row(Text(fact), stated, *(fact_cell(r.facts[k]) for r in report.results))
+        table.add_row(Text(fact), Text(stated), *(fact_cell(r.facts[k]) for r in report.results))
     console.print(table)
 
 
@@ -236,9 +236,11 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
         assert isinstance(d, Diagnosis)
         counts[d.verdict] = counts.get(d.verdict, 0) + 1
     console.print(
-        f"{len(diagnoses)} failure(s) in {transcript}: "
-        + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())),
-        style="bold",
+        Text(
+            f"{len(diagnoses)} failure(s) in {transcript}: "
+            + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())),
+            style="bold",
+        )
     )
 
 
