@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memdiag.config import LLMSettings, Settings
 from memdiag.errors import UnavailableError, UsageError
-from memdiag.replay import StrategyReplay, prepare, replay
+from memdiag.replay import prepare, replay
 from memdiag.strategies.summarizers import (
     SUMMARIZERS,
     SUMMARY_HEADER,
@@ -28,7 +28,7 @@ from memdiag.tokens import TokenCounter
 from memdiag.transcript import load
 from memdiag.transcript.model import RawMessage, RawSession, RawSummary, Transcript, build
 from tests.conftest import FIXTURES
-from tests.helpers import orphan_tools, tiktoken_cache
+from tests.helpers import orphan_tools, tiktoken_cache, transcripts, windows
 
 ALLERGY = FIXTURES / "allergy.jsonl"
 ALLERGY_ZH = FIXTURES / "allergy_zh.jsonl"
@@ -223,79 +223,6 @@ def test_llm_summarizer_errors(endpoint: str, counter: TokenCounter) -> None:
 
 
 # --- strategies through the engine -----------------------------------------------------------
-
-WORDS = st.sampled_from(
-    [
-        *[
-            "I",
-            "am",
-            "allergic",
-            "to",
-            "peanuts",
-            ".",
-            "window",
-            "seat",
-            "Lisbon",
-            "never",
-            "book",
-            "red-eye",
-            "flights",
-        ],
-        *[
-            "42",
-            "euros",
-            "!",
-            "我",
-            "对",
-            "花生",
-            "过敏",
-            "。",
-            "hotel",
-            "museum",
-            "tomorrow",
-            "prefer",
-            "call",
-            "me",
-            "Mia",
-        ],
-        *["my", "name", "is", "Tom", "I'm"],
-    ]
-)
-TEXT = st.lists(WORDS, min_size=1, max_size=30).map(" ".join)
-
-
-@st.composite
-def transcripts(draw: st.DrawFn) -> Transcript:
-    items: list[Any] = [RawMessage("system", draw(TEXT))]
-    call = 0
-    for t in range(draw(st.integers(1, 25))):
-        if t and draw(st.integers(0, 9)) == 0:
-            items.append(RawSession(f"s{t}"))
-        items.append(RawMessage("user", draw(TEXT)))
-        if draw(st.booleans()):
-            call += 1
-            cid = f"c{call}"
-            args = draw(TEXT)
-            fn = {"id": cid, "function": {"name": "lookup", "arguments": args}}
-            items.append(RawMessage("assistant", "", tool_calls=(fn,)))
-            for _ in range(draw(st.integers(1, 2))):
-                items.append(RawMessage("tool", draw(TEXT), tool_call_id=cid))
-        items.append(RawMessage("assistant", draw(TEXT)))
-        if draw(st.integers(0, 5)) == 0:
-            items.append(RawSummary(draw(TEXT)))  # covers everything before it
-    return build(items, path="<generated>", format="canonical")
-
-
-def windows(transcript: Transcript, res: StrategyReplay) -> Iterator[tuple[Any, list[int]]]:
-    """The verbatim window at every turn, rebuilt from the per-turn deltas only."""
-    index = {m.id: m.index for m in transcript.messages}
-    window: list[int] = []
-    for r in res.turns:
-        gone = {index[i] for i in (*r.evicted, *r.summarized, *r.dropped_by_session)}
-        window = [i for i in window if i not in gone]
-        window += [index[i] for i in r.entered if index[i] not in gone]
-        yield r, window
-
 
 CASES = [
     ("summary", {"summary.summarizer": "extractive", "summary.summary_max_tokens": 50}),
