@@ -32,10 +32,21 @@ DIM = 384
 PAGE = 5000
 BATCH = 5000  # <= client.get_max_batch_size() (5461)
 TOPICS = [
-    "flight options to Tokyo", "a birthday gift for a colleague", "the quarterly budget",
-    "a pasta recipe", "hotel near the station", "python packaging", "a running plan",
-    "museum opening hours", "train tickets", "the team offsite agenda", "a book list",
-    "insurance paperwork", "a gym schedule", "restaurant bookings", "a moving checklist",
+    "flight options to Tokyo",
+    "a birthday gift for a colleague",
+    "the quarterly budget",
+    "a pasta recipe",
+    "hotel near the station",
+    "python packaging",
+    "a running plan",
+    "museum opening hours",
+    "train tickets",
+    "the team offsite agenda",
+    "a book list",
+    "insurance paperwork",
+    "a gym schedule",
+    "restaurant bookings",
+    "a moving checklist",
 ]
 
 
@@ -117,9 +128,7 @@ def _baseline(path: str, out: Any) -> None:
     total = col.count()
     got = 0
     for offset in range(0, total, PAGE):
-        page = col.get(
-            limit=PAGE, offset=offset, include=["embeddings", "documents", "metadatas"]
-        )
+        page = col.get(limit=PAGE, offset=offset, include=["embeddings", "documents", "metadatas"])
         got += len(page["ids"])
     out.put({"seconds": time.perf_counter() - started, "records": got, "rss": _maxrss_mib()})
 
@@ -130,9 +139,7 @@ def _memdiag(path: str, threshold: float, out: Any) -> None:
 
     started = time.perf_counter()
     with open_chroma(path) as store:
-        report = audit(
-            None, store, COLLECTION, AuditSettings(near_duplicate_threshold=threshold)
-        )
+        report = audit(None, store, COLLECTION, AuditSettings(near_duplicate_threshold=threshold))
     seconds = time.perf_counter() - started
     pairs: set[frozenset[str]] = set()
     counts: dict[str, int] = {}
@@ -197,8 +204,10 @@ def main() -> None:
     print(f"chromadb paged get:      {base['seconds']:.2f} s   peak RSS {base['rss']:.0f} MiB")
     print(f"memdiag open + audit:    {mine['seconds']:.2f} s   peak RSS {mine['rss']:.0f} MiB")
     print(f"ratio:                   {ratio:.2f}x (target <= 3x)")
-    print(f"planted near-duplicates: {hit}/{len(expected)} found "
-          f"(pairs at cosine >= {args.threshold}; {len(found)} pairs reported)")
+    print(
+        f"planted near-duplicates: {hit}/{len(expected)} found "
+        f"(pairs at cosine >= {args.threshold}; {len(found)} pairs reported)"
+    )
     print(f"findings by kind:        {mine['counts']}")
 
 

@@ -250,23 +250,27 @@ class ExtractiveSummarizer:
                 used += c.tokens
         text = self._render(chosen) if chosen else ""
         # per-line counts are an estimate (BPE may merge across a line end, ":\n" is one
-        # token): trim to the exact count, then try a few of the lines left out
-        while chosen and self.counter.section_cost(text) > max_tokens:
+        # token): trim to the exact count, then try a few of the lines left out that the
+        # exact count says may still fit
+        cost = self.counter.section_cost(text)
+        while chosen and cost > max_tokens:
             chosen.pop()  # the lowest-ranked line
             text = self._render(chosen) if chosen else ""
+            cost = self.counter.section_cost(text)
         picked = {id(c) for c in chosen}
         tries = 0
         for c in ranked:
             if tries == EXACT_RETRIES:
                 break
-            if id(c) in picked or base + c.tokens > max_tokens + 1:
+            if id(c) in picked or (cost or base) + c.tokens > max_tokens + 1:
                 continue
             tries += 1
             longer = self._render([*chosen, c])
-            if self.counter.section_cost(longer) <= max_tokens:
+            longer_cost = self.counter.section_cost(longer)
+            if longer_cost <= max_tokens:
                 chosen.append(c)
                 picked.add(id(c))
-                text = longer
+                text, cost = longer, longer_cost
         return text
 
     @staticmethod
