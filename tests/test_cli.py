@@ -210,3 +210,21 @@ def test_transcript_text_is_never_interpreted_as_markup(tmp_path):
         assert "[link=http://x]peanuts[/link]" in r.stdout
         assert "[bold]u1[/bold]" in r.stdout
         assert "[red]dir" in r.stdout
+
+
+def test_internal_error_exit_3_with_traceback_file(monkeypatch):
+    import memdiag.replay
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(memdiag.replay, "run", boom)
+    r = invoke("replay", DEMO)
+    assert r.exit_code == 3
+    line = r.stderr.strip()
+    assert "internal error: RuntimeError: simulated bug" in line and "Traceback" not in line
+    path = line.split("traceback: ", 1)[1].split(";", 1)[0]
+    with open(path) as fp:
+        assert "simulated bug" in fp.read()
+    r = invoke("--debug", "replay", DEMO)
+    assert r.exit_code == 3 and "Traceback" in r.stderr

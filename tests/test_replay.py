@@ -145,3 +145,14 @@ def test_auto_facts_are_strong_facts_worded_as_pinned():
     # the sliding window and the summary lose it for a while; the scratchpad never does
     assert any(e["event"] == "lost" for e in by_name["sliding_window"].facts[k].history)
     assert not any(e["event"] == "lost" for e in by_name["scratchpad"].facts[k].history)
+
+
+def test_system_prompt_can_be_evicted_when_configured():
+    t = load(DEMO)
+    kept = run(t, Settings(budget=300)).results[0]
+    free = run(t, Settings(budget=300, keep_system=False)).results[0]
+    assert all(r.tokens["system"] > 0 for r in kept.turns)
+    assert all(r.tokens["system"] == 0 for r in free.turns)
+    system_id = t.messages[0].id
+    assert system_id in free.turns[0].entered
+    assert any(system_id in r.evicted for r in free.turns)

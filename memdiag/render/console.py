@@ -295,7 +295,7 @@ def render_audit(console: Console, report: object) -> None:
     assert isinstance(report, AuditReport)
     stores = Table(title="Stores", title_justify="left")
     for col in ("store", "what", "size", "details"):
-        stores.add_column(col)
+        stores.add_column(col, overflow="fold")
     for s in report.stores:
         if s["type"] == "facts_file":
             collisions = len(s.get("normalization_collisions", []))
