@@ -281,9 +281,11 @@ class _Parser:
             if "store" in src:
                 overrides.update(self.store(src["store"], src.line_of("store")))
         transcript: str | None = None
-        src = c if "transcript" in c else defaults if "transcript" in defaults else None
-        if src is not None and src["transcript"] is not None:
-            transcript = self.path_of(src["transcript"], "transcript", src.line_of("transcript"))
+        given = c if "transcript" in c else defaults if "transcript" in defaults else None
+        if given is not None and given["transcript"] is not None:
+            transcript = self.path_of(
+                given["transcript"], "transcript", given.line_of("transcript")
+            )
         try:
             settings = self.base.with_overrides(**overrides).validate()
         except (UsageError, TypeError) as exc:
@@ -349,7 +351,7 @@ class _Parser:
             section, name = target.split(".", 1)
             cls = type(getattr(Settings(), section))
         one = LineDict({name: value})
-        one.line, one.key_lines = line or 0, {name: line}
+        one.line, one.key_lines = line or 0, {name: line or 0}
         where = label.rsplit(".", 1)[0]
         return getattr(to_dataclass(cls, one, self.name, where), name)
 

@@ -9,8 +9,9 @@ window tokens and misleads the diagnosis, a missed one only leaves the fact to t
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -66,7 +67,8 @@ class Rule:
     value: str | None = None  # fixed value when the pattern has no `value` group
     split: bool = False  # "peanuts and shellfish" → two values
     normalize: str = "none"  # lower | first_lower | timezone | units | none
-    keywords: list[str] = field(default_factory=list)  # prefilter: lowercase substrings
+    # prefilter: lowercase substrings
+    keywords: list[str] = dataclasses.field(default_factory=list)
     trim_clauses: bool = True  # cut the value at clause words and commas
     ignore_case: bool = False
 
@@ -74,8 +76,8 @@ class Rule:
 @dataclass(frozen=True)
 class RulesFile:
     version: int = 1
-    fields: dict[str, Any] = field(default_factory=dict)
-    rules: list[Rule] = field(default_factory=list)
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    rules: list[Rule] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +240,8 @@ def _timezone(value: str) -> str:
     m = re.fullmatch(r"(?i)(UTC|GMT)\s*([+\-−])\s*(\d{1,2})(?::?(\d{2}))?", value)
     if m:
         sign = "-" if m.group(2) in "-−" else "+"
-        hours = str(int(m.group(3)))
         minutes = f":{m.group(4)}" if m.group(4) and m.group(4) != "00" else ""
-        return f"{m.group(1).upper()}{sign}{hours}{minutes}"
+        return f"{m.group(1).upper()}{sign}{int(m.group(3))}{minutes}"
     if re.fullmatch(r"(?i)utc|gmt", value):
         return value.upper()
     return value

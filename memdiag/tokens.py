@@ -8,6 +8,7 @@ tiktoken's own cache (``TIKTOKEN_CACHE_DIR``) is tried first, as tiktoken docume
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -108,22 +109,21 @@ def get_encoding(name: str) -> tiktoken.Encoding:
         ranks = load_tiktoken_bpe(str(path), expected_hash=BUNDLED[name])
     # the constructor in tiktoken_ext would download; build the same Encoding from its parts
     template = _spec_without_ranks(spec)
+    pat_str, special_tokens = template["pat_str"], template["special_tokens"]
+    assert isinstance(pat_str, str) and isinstance(special_tokens, dict)
     return tiktoken.Encoding(
-        name=name,
-        pat_str=template["pat_str"],
-        mergeable_ranks=ranks,
-        special_tokens=template["special_tokens"],
+        name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens
     )
 
 
-def _spec_without_ranks(spec_fn: object) -> dict[str, object]:
+def _spec_without_ranks(spec_fn: Callable[[], dict[str, object]]) -> dict[str, object]:
     """tiktoken_ext's constructor with rank loading stubbed: reuse its regex and specials."""
     from tiktoken_ext import openai_public
 
     real = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = lambda *a, **k: {}  # type: ignore[assignment]
+    openai_public.load_tiktoken_bpe = lambda *a, **k: {}
     try:
-        return spec_fn()  # type: ignore[operator, no-any-return]
+        return spec_fn()
     finally:
         openai_public.load_tiktoken_bpe = real
 

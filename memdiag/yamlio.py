@@ -18,7 +18,7 @@ from memdiag.errors import InputError
 T = TypeVar("T")
 
 
-class LineDict(dict):  # type: ignore[type-arg]
+class LineDict(dict):
     """A mapping from YAML that knows the line of itself and of each key (1-based)."""
 
     line: int = 0
@@ -28,7 +28,7 @@ class LineDict(dict):  # type: ignore[type-arg]
         return self.key_lines.get(key, self.line)
 
 
-class LineList(list):  # type: ignore[type-arg]
+class LineList(list):
     line: int = 0
     item_lines: list[int]
 

@@ -10,6 +10,7 @@ missing or empty directory into a new store, adds its tables to any SQLite file 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import sqlite3
 import tempfile
@@ -290,7 +291,7 @@ class ChromaStore:
         while True:
             page = self._call(
                 f"cannot read collection {name!r} (corrupt or unreadable store?)",
-                lambda o=offset: col.get(limit=page_size, offset=o, include=include),
+                functools.partial(col.get, limit=page_size, offset=offset, include=include),
             )
             got = page["ids"]
             if not got:

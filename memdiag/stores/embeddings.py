@@ -66,7 +66,7 @@ def _onnx_default(model_dir: Path) -> Any:
 
         ef = ONNXMiniLM_L6_V2()
         # An instance attribute, not the class one, so we never change chromadb's global default.
-        ef.DOWNLOAD_PATH = model_dir  # type: ignore[misc]
+        ef.DOWNLOAD_PATH = model_dir
         _CACHE[model_dir] = ef
     return _CACHE[model_dir]
 

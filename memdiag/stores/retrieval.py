@@ -70,10 +70,11 @@ def locate(
             if q.shape[0] == emb.shape[1]:
                 norms = np.linalg.norm(emb, axis=1) * float(np.linalg.norm(q))
                 sims = (emb @ q) / np.where(norms > 0, norms, 1.0)
-                for i in np.flatnonzero(sims >= semantic_threshold):
+                for hit in np.flatnonzero(sims >= semantic_threshold):
+                    i = int(hit)
                     sim = round(float(sims[i]), 4)
-                    if int(i) not in matched or matched[int(i)].score < sim:
-                        matched[int(i)] = StoreMatch(records[int(i)], sim, "semantic")
+                    if i not in matched or matched[i].score < sim:
+                        matched[i] = StoreMatch(records[i], sim, "semantic")
         found.extend(matched.values())
     found.sort(key=lambda m: -m.score)
     return found

@@ -19,7 +19,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -207,7 +207,7 @@ class ExtractiveSummarizer:
             self._add(candidates, seen, role, text, order, None)
         for item in messages:
             role, text = item[0], item[1]
-            hint = item[2] if len(item) > 2 else None  # type: ignore[misc]
+            hint = item[2] if len(item) > 2 else None
             per_char = hint / len(text) if hint and text else None
             for sentence in split_sentences(text):
                 order += 1
@@ -348,7 +348,7 @@ class LLMSummarizer:
         # no second request: cutting is deterministic and free
         return truncate_to_tokens(self.counter, summary, max_tokens)
 
-    def _post(self, body: dict[str, object]) -> str:
+    def _post(self, body: Mapping[str, object]) -> str:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.settings.api_key_env)
         if key:

@@ -411,7 +411,7 @@ class LangChain:
             if isinstance(el, list):
                 if many:
                     yield RawSession(f"s{n + 1}", line)
-                messages = list(enumerate(el))
+                messages: list[tuple[int | None, Any]] = list(enumerate(el))
             else:
                 messages = [(None, el)]
             for k, msg in messages:
