@@ -161,7 +161,10 @@ def _semantic_fallback(fact: str, t: Transcript, before: int, d: Diagnosis) -> l
 def _short_term(
     rctx: ReplayContext, strategy: str, failure: Failure, d: Diagnosis, what_if: bool
 ) -> None:
-    res = replay(rctx, strategy, [failure.fact], until_turn=failure.at_turn)
+    # the evidence is in the failure's session: replaying that session alone gives the same window
+    res = replay(
+        rctx, strategy, [failure.fact], until_turn=failure.at_turn, from_session_of=failure.at_turn
+    )
     survival = res.facts[0]
     last = res.turns[-1]
     d.details.update(
@@ -198,7 +201,7 @@ def kept_at(
     """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
     if budget is not None and budget != rctx.budget:
         rctx = rctx.with_budget(budget)
-    s = replay(rctx, strategy, [fact], until_turn=turn).facts[0]
+    s = replay(rctx, strategy, [fact], until_turn=turn, from_session_of=turn).facts[0]
     return s.kept_by is not None and s.lost_at_turn is None
 
 

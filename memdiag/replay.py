@@ -178,8 +178,15 @@ def replay(
     facts: Sequence[str] = (),
     until_turn: int | None = None,
     progress: Callable[[int], None] | None = None,
+    from_session_of: int | None = None,
 ) -> StrategyReplay:
-    """Replay ``strategy_name`` through the transcript (up to ``until_turn``)."""
+    """Replay ``strategy_name`` through the transcript (up to ``until_turn``).
+
+    ``from_session_of=T`` starts at the first turn of turn T's session instead of turn 1: every
+    strategy starts empty at a session start, so the window at T is the same, for the cost of
+    that session alone (diagnose and its what-if searches replay to one turn many times).
+    Turn records and fact survival then cover that session only.
+    """
     t = rctx.transcript
     msgs = t.messages
     budget = rctx.budget
@@ -190,14 +197,26 @@ def replay(
 
     system_tokens = 0
     units = rctx.units
-    summaries = list(t.summaries)
+    summaries = t.summaries
     next_unit = 0
     next_summary = 0
     records: list[TurnRecord] = []
     session: str | None = None
     last = len(t.turns) if until_turn is None else min(until_turn, len(t.turns))
     sys_cursor = 0  # system messages are counted as they appear in the stream
-    for turn in t.turns[:last]:
+    first = 0
+    if from_session_of is not None:
+        first = from_session_of - 1
+        while first > 0 and t.turns[first - 1].session == t.turns[from_session_of - 1].session:
+            first -= 1
+        start = t.turns[first - 1].end if first > 0 else 0  # where the session's stream begins
+        while next_unit < len(units) and units[next_unit][0] < start:
+            next_unit += 1
+        while next_summary < len(summaries) and summaries[next_summary].after_index < start - 1:
+            next_summary += 1
+        system_tokens = _system_tokens(rctx, start)
+        sys_cursor = start
+    for turn in t.turns[first:last]:
         dropped: list[int] = []
         if turn.session != session:
             if session is not None:
@@ -254,6 +273,14 @@ def replay(
             progress(turn.number)
     final = strategy.view()
     return StrategyReplay(strategy_name, budget, records, tracker.results(final), final)
+
+
+def _system_tokens(rctx: ReplayContext, end: int) -> int:
+    """Tokens of the system messages before message ``end`` (the system prompt so far)."""
+    if not rctx.settings.keep_system:
+        return 0
+    msgs = rctx.transcript.messages
+    return sum(rctx.costs[i] for i in range(end) if msgs[i].role == "system")
 
 
 class _FactTracker:

@@ -41,3 +41,20 @@ def test_window_invariants(transcript, budget, name, max_turns):
     # deterministic
     again = replay(prepare(transcript, settings_), name)
     assert again.turns == res.turns
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 600), st.sampled_from(STRATEGY_NAMES), st.data())
+def test_replaying_one_session_gives_the_same_window(transcript, budget, name, data):
+    """Strategies start empty at a session start, so diagnose may replay T's session alone."""
+    rctx = prepare(transcript, Settings(budget=budget))
+    turn = data.draw(st.integers(1, len(transcript.turns)))
+    full = replay(rctx, name, until_turn=turn)
+    part = replay(rctx, name, until_turn=turn, from_session_of=turn)
+    session = transcript.turns[turn - 1].session
+    tail = [r for r in full.turns if r.session == session][-len(part.turns) :]
+    # the first turn of the session differs only by what the full replay dropped at its start
+    assert [(r.tokens, r.evicted, r.summarized) for r in part.turns] == [
+        (r.tokens, r.evicted, r.summarized) for r in tail
+    ]
+    assert part.final == full.final
