@@ -420,10 +420,13 @@ def auto_facts(transcript: Transcript) -> list[str]:
             if not x.strong:
                 continue
             shown = ex.render_value(x.field, x.value)
-            if x.field == "name" or shown != x.value:
-                text = shown
-            else:
-                text = f"{ex.label(x.field, x.value)} {x.value}"
+            text = shown
+            if x.field != "name" and shown == x.value:
+                labelled = f"{ex.label(x.field, x.value)} {x.value}"
+                # the label reads naturally for most fields ("allergic to peanuts"); where it
+                # does not ("rule never give up") the fact must still match its own statement
+                if match(labelled, m.content) is not None:
+                    text = labelled
             seen.setdefault(text, None)
     return list(seen)
 
