@@ -76,13 +76,13 @@ def fact_cell(f: FactSurvival) -> Text:
         cell = Text(f"kept ({f.kept_by})", style="green")
         gaps = _gaps(f)
         if gaps:
-            cell.append(f"; out of the window {gaps}", style="yellow")
+            cell.append(f", lost {gaps}", style="yellow")
         return cell
     return Text(f"lost at turn {f.lost_at_turn} ({f.mechanism})", style="red")
 
 
 def _gaps(f: FactSurvival) -> str:
-    """Earlier losses of a fact that is back in the window (restated): 'turns 12–40 (evicted)'."""
+    """Earlier losses of a fact that is back in the window (restated): '12–40 (evicted)'."""
     out = []
     lost: dict[str, object] | None = None
     for event in f.history:
@@ -91,7 +91,7 @@ def _gaps(f: FactSurvival) -> str:
         elif lost is not None:
             back = event["turn"]
             assert isinstance(back, int)
-            out.append(f"turns {lost['turn']}–{back - 1} ({lost['mechanism']})")
+            out.append(f"{lost['turn']}–{back - 1} ({lost['mechanism']})")
             lost = None
     return ", ".join(out)
 
