@@ -331,8 +331,11 @@ def replay(
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
-    """Replay every turn through a simulated context window and show what each strategy kept,
-    evicted, summarized or pinned, with exact token counts, and when each fact left the window."""
+    """Replay a transcript through simulated context windows, turn by turn.
+
+    Shows what each strategy kept, evicted, summarized or pinned, with exact token counts by
+    section, and when each tracked fact left the window (and by which mechanism).
+    """
     with errors():
         from memdiag.errors import UsageError
         from memdiag.replay import run
@@ -639,9 +642,11 @@ def check(
     ] = 1,
     config: ConfigOpt = None,
 ) -> None:
-    """Run memory regression checks from a spec: facts kept or lost at a turn, verdicts of
-    marked failures, facts-file values, store hygiene. Exit 0 all passed, 1 a check failed,
-    2 the spec is invalid."""
+    """Run memory regression checks from a YAML spec (for CI).
+
+    Facts kept or lost at a turn, verdicts of marked failures, facts-file values, store hygiene.
+    Exit 0 all passed, 1 a check failed, 2 the spec is invalid.
+    """
     code = 0
     with errors():
         from memdiag.checks import check as run_checks
