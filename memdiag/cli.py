@@ -362,6 +362,11 @@ def replay(
             },
         )
         t = load_transcript(transcript, input_format, skip_invalid)
+        if not t.turns:
+            stderr().print(
+                "[yellow]warning:[/] no user messages, so no turn to replay "
+                "(a turn starts at a user message)"
+            )
         memory = ("", 0)
         if settings.store.facts_file:
             # the profile layer is injected whole at every session start: it takes window room
