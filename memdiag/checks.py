@@ -22,7 +22,7 @@ import dataclasses
 import difflib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -747,14 +747,23 @@ def _run_indexed(args: tuple[Case, str]) -> CaseResult:
     return run_case(*args)
 
 
-def run_checks(spec: CheckSpec, jobs: int = 1) -> CheckReport:
-    """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way."""
+def run_checks(
+    spec: CheckSpec, jobs: int = 1, progress: Callable[[int], None] | None = None
+) -> CheckReport:
+    """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way.
+
+    ``progress(done)`` is called as cases finish (in order).
+    """
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     work = [(c, spec.path) for c in spec.cases]
     workers = min(jobs, len(work))
+    results: list[CaseResult] = []
     if workers <= 1:
-        results = [_run_indexed(w) for w in work]
+        for w in work:
+            results.append(_run_indexed(w))
+            if progress is not None:
+                progress(len(results))
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -765,14 +774,28 @@ def run_checks(spec: CheckSpec, jobs: int = 1) -> CheckReport:
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             # map() yields in submission order and re-raises a case's error at its position, so
             # the first error reported is the one a serial run would have stopped at.
-            results = list(pool.map(_run_indexed, work))
+            for result in pool.map(_run_indexed, work):
+                results.append(result)
+                if progress is not None:
+                    progress(len(results))
     passed = sum(1 for r in results if r.passed)
     return CheckReport(results, passed, len(results) - passed, spec.path)
 
 
-def check(path: str | Path, base: Settings | None = None, jobs: int = 1) -> CheckReport:
-    """Load, validate and run a check spec (the core of `memdiag check`)."""
-    return run_checks(load_spec(path, base), jobs)
+def check(
+    path: str | Path,
+    base: Settings | None = None,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Load, validate and run a check spec (the core of `memdiag check`).
+
+    ``progress(done, total)`` is called as cases finish.
+    """
+    spec = load_spec(path, base)
+    total = len(spec.cases)
+    tick = None if progress is None else (lambda done: progress(done, total))
+    return run_checks(spec, jobs, tick)
 
 
 __all__ = [

@@ -237,7 +237,9 @@ def progress_bar(
 
 
 @contextmanager
-def count_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+def count_progress(
+    label: str, min_total: int = 5000
+) -> Iterator[Callable[[int, int], None] | None]:
     """A (done, total) progress bar on stderr, shown once a run is large, on a terminal only."""
     if not sys.stderr.isatty():
         yield None
@@ -255,7 +257,7 @@ def count_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
         task = bar.add_task(label, total=None, visible=False)
 
         def tick(done: int, total: int) -> None:
-            if total >= 5000:
+            if total >= min_total:
                 bar.update(task, completed=done, total=total, visible=True)
 
         yield tick
@@ -482,7 +484,8 @@ def diagnose(
         failures = failures_from(t, fact or (), at)
         stores = open_stores(settings)
         try:
-            diagnoses = run_diagnose(t, settings, failures, stores)
+            with count_progress("diagnosing", min_total=2) as tick:
+                diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
         finally:
             if stores is not None:
                 stores.close()
@@ -656,7 +659,8 @@ def check(
     with errors():
         from memdiag.checks import check as run_checks
 
-        report = run_checks(spec, settings_from(config), jobs)
+        with count_progress("checking", min_total=2) as tick:
+            report = run_checks(spec, settings_from(config), jobs, tick)
         if junit is not None:
             from memdiag.render.junit import write_junit
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -90,12 +90,21 @@ def diagnose(
     failures: Sequence[Failure],
     stores: LongTermStores | None = None,
     what_if: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Diagnosis]:
-    """Diagnose each failure; the transcript is counted once for all of them."""
+    """Diagnose each failure; the transcript is counted once for all of them.
+
+    ``progress(done, total)`` is called after each failure.
+    """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else ("", 0)
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
     strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
-    return [_one(rctx, strategy, f, stores, what_if) for f in failures]
+    out = []
+    for f in failures:
+        out.append(_one(rctx, strategy, f, stores, what_if))
+        if progress is not None:
+            progress(len(out), len(failures))
+    return out
 
 
 def _one(
