@@ -432,6 +432,14 @@ def diagnose(
     chroma: ChromaOpt = None,
     collection: CollectionOpt = None,
     top_k: TopKOpt = None,
+    probes: Annotated[
+        bool,
+        typer.Option(
+            "--probes",
+            help="LoCoMo / LongMemEval: diagnose every QA item (answer = fact, question = "
+            "retrieval query, the dataset's evidence ids = evidence).",
+        ),
+    ] = False,
     fail_on: Annotated[
         str | None,
         typer.Option(
@@ -448,7 +456,7 @@ def diagnose(
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
-        from memdiag.diagnose import LAYERS, failures_from
+        from memdiag.diagnose import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnose import diagnose as run_diagnose
         from memdiag.errors import UsageError
 
@@ -481,7 +489,16 @@ def diagnose(
             },
         )
         t = load_transcript(transcript, input_format, skip_invalid)
-        failures = failures_from(t, fact or (), at)
+        if probes:
+            if fact or at is not None:
+                raise UsageError(
+                    "--probes takes the facts and turns from the dataset: drop --fact/--at"
+                )
+            failures, left_out = failures_from_probes(t, str(transcript))
+            if left_out:
+                stderr().print(f"{left_out} QA item(s) without an answer (adversarial) left out")
+        else:
+            failures = failures_from(t, fact or (), at)
         stores = open_stores(settings)
         try:
             with count_progress("diagnosing", min_total=2) as tick:

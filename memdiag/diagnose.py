@@ -44,6 +44,9 @@ class Failure:
     fact: str
     at_turn: int
     marker_id: str | None = None  # the assistant message carrying the `forgot` marker
+    query: str | None = None  # retrieval query; default: the user message of at_turn
+    evidence_ids: tuple[str, ...] = ()  # known evidence (benchmark probes); else searched
+    probe: dict[str, Any] | None = None  # the benchmark QA item this failure comes from
 
 
 @dataclass
@@ -84,6 +87,42 @@ def failures_from(
     return found
 
 
+def failures_from_probes(transcript: Transcript, path: str) -> tuple[list[Failure], int]:
+    """One failure per QA item of a LoCoMo or LongMemEval file, with its known evidence.
+
+    The fact is the answer, the retrieval query the question, the turn the question's (LoCoMo
+    asks after the conversation: its last turn). Adversarial items without an answer are left
+    out; returns (failures, items left out).
+    """
+    from memdiag.transcript.importers import locomo_probes, longmemeval_probes
+
+    readers = {"locomo": locomo_probes, "longmemeval": longmemeval_probes}
+    if transcript.format not in readers:
+        raise UsageError(
+            f"--probes needs a LoCoMo or LongMemEval file; {transcript.path} is {transcript.format}"
+        )
+    if not transcript.turns:
+        raise UsageError(f"{transcript.path}: no user messages, so no turn to diagnose")
+    last = len(transcript.turns)
+    failures = []
+    skipped = 0
+    for p in readers[transcript.format](path):
+        if p.get("answer") is None:
+            skipped += 1
+            continue
+        at = p.get("at") or p.get("after_turn") or last
+        failures.append(
+            Failure(
+                str(p["answer"]),
+                min(int(at), last),
+                query=p.get("question"),
+                evidence_ids=tuple(p.get("evidence_ids") or ()),
+                probe=p,
+            )
+        )
+    return failures, skipped
+
+
 def diagnose(
     transcript: Transcript,
     settings: Settings,
@@ -116,7 +155,7 @@ def _one(
 ) -> Diagnosis:
     t = rctx.transcript
     turn = t.turn(failure.at_turn)
-    evidence = find_evidence(
+    evidence = _given_evidence(rctx, failure, turn.user_index) or find_evidence(
         failure.fact, t.messages, before=turn.user_index + 1, roles=("user", "assistant", "tool")
     )
     d = Diagnosis(
@@ -128,6 +167,9 @@ def _one(
         marker_id=failure.marker_id,
         session=turn.session,
     )
+    if failure.probe is not None:
+        p = failure.probe
+        d.details["probe"] = {k: p.get(k) for k in ("id", "question", "category", "evidence_ids")}
     if not evidence:
         evidence = _semantic_fallback(failure.fact, t, turn.user_index + 1, d)
         d.evidence = evidence[:5]
@@ -148,6 +190,21 @@ def _one(
         _long_term(rctx, failure, d, stores)
     d.layer = LAYER[d.verdict]
     return d
+
+
+def _given_evidence(rctx: ReplayContext, failure: Failure, user_index: int) -> list[Evidence]:
+    """Evidence named by a benchmark probe (dia_id / has_answer), when it resolves."""
+    if not failure.evidence_ids:
+        return []
+    by_id = {m.id: m for m in rctx.transcript.messages}
+    found = [
+        Evidence(m.index, m.id, m.turn, m.session, m.content, 1.0, "given")
+        for m in (by_id.get(i) for i in failure.evidence_ids)
+        if m is not None and m.index <= user_index
+    ]
+    if found:  # the replay follows these messages: the answer need not be worded as in them
+        rctx.remember_evidence(failure.fact, [e.index for e in found])
+    return sorted(found, key=lambda e: -e.index)
 
 
 def _semantic_fallback(fact: str, t: Transcript, before: int, d: Diagnosis) -> list[Evidence]:
@@ -338,7 +395,7 @@ def _long_term(
             "No rewording of the prompt will bring it back: fix the write path first.",
         ]
         return
-    query = rctx.settings.store.query or t.messages[turn.user_index].content
+    query = failure.query or rctx.settings.store.query or t.messages[turn.user_index].content
     stores.decide(failure.fact, query, rctx.settings, d)
     if d.verdict == "never_stated":  # decide() found nothing in any store
         d.verdict = "long_term_not_written"

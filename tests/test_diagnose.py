@@ -151,3 +151,33 @@ def test_semantic_fallback_says_why_it_was_skipped(tmp_path, monkeypatch):
     assert d.verdict == "never_stated"
     assert d.details["semantic_search"].startswith("skipped: ")
     assert "MEMDIAG_ONNX_MODEL_DIR" in d.details["semantic_search"]
+
+
+def test_probes_use_the_datasets_evidence():
+    from memdiag.diagnose import failures_from_probes
+
+    t = load(FIXTURES / "formats" / "locomo_sample.json")
+    failures, left_out = failures_from_probes(t, str(FIXTURES / "formats" / "locomo_sample.json"))
+    assert left_out == 1  # the adversarial item without an answer
+    ds = {d.fact: d for d in diagnose(t, Settings(budget=5000), failures)}
+    # session 1 facts are long-term by the time LoCoMo asks (after the last turn) ...
+    assert ds["shellfish"].verdict == "long_term_not_written"
+    assert [(e.id, e.method) for e in ds["shellfish"].evidence] == [("D1:3", "given")]
+    # ... while the last session's are still in the window
+    assert ds["Porto"].verdict == "in_context"
+    assert ds["Porto"].details["probe"]["question"]
+
+
+def test_probes_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from memdiag.cli import app
+
+    lme = str(FIXTURES / "formats" / "longmemeval_sample.json")
+    r = CliRunner().invoke(app, ["diagnose", lme, "--probes", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)["diagnoses"][0]
+    assert d["verdict"] == "long_term_not_written" and d["evidence"][0]["method"] == "given"
+    assert d["details"]["probe"]["question"] == "What is the name of the dog I adopted?"
+    assert CliRunner().invoke(app, ["diagnose", str(DEMO), "--probes"]).exit_code == 2
+    assert CliRunner().invoke(app, ["diagnose", lme, "--probes", "--fact", "x"]).exit_code == 2
