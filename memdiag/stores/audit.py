@@ -688,8 +688,10 @@ def _audit_collection(
         )
     if settings.stale_after_days is not None:
         limit = now - timedelta(days=settings.stale_after_days)
-        aged = [i for i, ts in enumerate(stamps) if ts is not None and ts < limit]
-        aged = [i for i in aged if i not in set(marked)]
+        already = set(marked)  # built once: `in set(marked)` per record was O(records × marked)
+        aged = [
+            i for i, ts in enumerate(stamps) if ts is not None and ts < limit and i not in already
+        ]
         if aged:
             findings.append(
                 Finding(
