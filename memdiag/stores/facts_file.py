@@ -13,6 +13,7 @@ with the position (``path:line:col``) or the key at fault, never a traceback.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterator
@@ -225,8 +226,15 @@ def _skip(text: str, i: int) -> int:
     return m.end() if m else i
 
 
-def _line_of(text: str, i: int) -> int:
-    return text.count("\n", 0, i) + 1
+class _Lines:
+    """Line numbers of offsets in one text: newline positions found once, then bisected
+    (counting newlines from the start for every entry was quadratic in the file size)."""
+
+    def __init__(self, text: str) -> None:
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def __call__(self, i: int) -> int:
+        return bisect.bisect_left(self.newlines, i) + 1
 
 
 def _object_items(text: str, i: int) -> Iterator[tuple[str, Any, int]]:
@@ -265,12 +273,13 @@ def _array_items(text: str, i: int) -> Iterator[tuple[Any, int]]:
 def _from_object(name: str, text: str, data: dict[str, Any]) -> FactsFile:
     found: list[FactEntry] = []
     nested = False
+    _line_of = _Lines(text)
 
     def walk(prefix: str, at: int) -> None:
         nonlocal nested
         for key, value, start in _object_items(text, at):
             full = f"{prefix}.{key}" if prefix else key
-            line = _line_of(text, start)
+            line = _line_of(start)
             if isinstance(value, dict):
                 nested = True
                 if not value:
@@ -294,8 +303,9 @@ _RECORD_FIELDS = ("key", "value", "updated_at", "source")
 
 def _from_records(name: str, text: str, data: list[Any]) -> FactsFile:
     found: list[FactEntry] = []
+    _line_of = _Lines(text)
     for n, (item, start) in enumerate(_array_items(text, _skip(text, 0)), 1):
-        line = _line_of(text, start)
+        line = _line_of(start)
         if not isinstance(item, dict):
             raise StoreError(
                 f"record {n} is a JSON {type(item).__name__}; expected an object with "
