@@ -228,3 +228,30 @@ def test_internal_error_exit_3_with_traceback_file(monkeypatch):
         assert "simulated bug" in fp.read()
     r = invoke("--debug", "replay", DEMO)
     assert r.exit_code == 3 and "Traceback" in r.stderr
+
+
+def test_every_output_format_has_a_renderer_for_every_command(tmp_path):
+    """Each command renders each OutputFormat (table, json, jsonl): none falls through."""
+    from memdiag.render import OutputFormat
+
+    spec = tmp_path / "checks.yaml"
+    spec.write_text(
+        f"version: 1\ncases:\n  - name: demo\n    transcript: {DEMO}\n"
+        "    strategy: {name: sliding_window, budget: 400}\n"
+        "    expect:\n      - lost: allergic to peanuts\n        at_turn: 8\n"
+    )
+    commands = {
+        "replay": ["replay", DEMO, "--budget", "400"],
+        "diagnose": ["diagnose", DEMO, "--budget", "400"],
+        "inspect-store": ["inspect-store", "--facts-file", str(FIXTURES / "facts_records.json")],
+        "check": ["check", str(spec)],
+    }
+    for name, args in commands.items():
+        for fmt in OutputFormat:
+            r = invoke(*args, "--format", fmt.value)
+            assert r.exit_code == 0, (name, fmt, r.output)
+            assert r.stdout.strip(), (name, fmt)
+            if fmt is OutputFormat.json:
+                json.loads(r.stdout)
+            elif fmt is OutputFormat.jsonl:
+                [json.loads(line) for line in r.stdout.splitlines()]
