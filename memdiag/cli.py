@@ -95,6 +95,10 @@ SkipInvalidOpt = Annotated[
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
 ]
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option("--html", help="Also write a standalone HTML report to this file."),
+]
 SummaryMaxOpt = Annotated[
     int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")
 ]
@@ -328,6 +332,7 @@ def replay(
     show: Annotated[
         str, typer.Option(help="Turns to list: changes (default), all, none.")
     ] = "changes",
+    html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
     input_format: FromOpt = None,
@@ -392,6 +397,11 @@ def replay(
             from memdiag.render.console import render_replay
 
             render_replay(stdout(), report, show)
+        if html is not None:
+            from memdiag.render.html import replay_html, write_html
+
+            write_html(str(html), replay_html(report))
+            stderr().print(f"wrote HTML report to {html}", markup=False)
 
 
 def open_stores(settings: Settings) -> LongTermStores | None:
@@ -446,6 +456,7 @@ def diagnose(
             help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."
         ),
     ] = None,
+    html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
     input_format: FromOpt = None,
@@ -518,6 +529,11 @@ def diagnose(
             else:
                 for d in diagnoses:
                     sys.stdout.write(json.dumps(diagnosis_json(d), ensure_ascii=False) + "\n")
+        if html is not None:
+            from memdiag.render.html import diagnose_html, write_html
+
+            write_html(str(html), diagnose_html(t.path, diagnoses))
+            stderr().print(f"wrote HTML report to {html}", markup=False)
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)

@@ -255,3 +255,24 @@ def test_every_output_format_has_a_renderer_for_every_command(tmp_path):
                 json.loads(r.stdout)
             elif fmt is OutputFormat.jsonl:
                 [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def test_html_reports_escape_transcript_content(tmp_path):
+    p = tmp_path / "t.jsonl"
+    evil = "<script>alert('x')</script><img src=x onerror=alert(1)>"
+    lines = [
+        {"id": "u1", "role": "user", "content": f"I'm allergic to peanuts. {evil}"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "snack?"},
+        {"role": "assistant", "content": "peanuts!", "forgot": f"allergic to peanuts {evil}"},
+    ]
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    for command in ("replay", "diagnose"):
+        out = tmp_path / f"{command}.html"
+        r = invoke(command, str(p), "--fact", f"allergic to peanuts {evil}", "--html", str(out))
+        assert r.exit_code == 0, r.output
+        page = out.read_text(encoding="utf-8")
+        assert page.startswith("<!doctype html>") and "allergic to peanuts" in page
+        assert "<script" not in page and "<img" not in page
+        assert "&lt;script&gt;" in page
+    assert "<table>" in (tmp_path / "replay.html").read_text()
