@@ -52,6 +52,20 @@ class FactSurvival:
     kept_by: str | None = None  # verbatim | summary | pinned (at the last evaluated turn)
     history: list[dict[str, object]] = field(default_factory=list)  # every loss and regain
 
+    def gaps(self) -> list[tuple[int, int, str]]:
+        """Closed losses: (lost at turn, last turn out of the window, mechanism)."""
+        out = []
+        lost: dict[str, object] | None = None
+        for event in self.history:
+            if event["event"] == "lost":
+                lost = event
+            elif lost is not None:
+                start, back = lost["turn"], event["turn"]
+                assert isinstance(start, int) and isinstance(back, int)
+                out.append((start, back - 1, str(lost["mechanism"])))
+                lost = None
+        return out
+
 
 @dataclass
 class StrategyReplay:

@@ -83,17 +83,7 @@ def fact_cell(f: FactSurvival) -> Text:
 
 def _gaps(f: FactSurvival) -> str:
     """Earlier losses of a fact that is back in the window (restated): '12–40 (evicted)'."""
-    out = []
-    lost: dict[str, object] | None = None
-    for event in f.history:
-        if event["event"] == "lost":
-            lost = event
-        elif lost is not None:
-            back = event["turn"]
-            assert isinstance(back, int)
-            out.append(f"{lost['turn']}–{back - 1} ({lost['mechanism']})")
-            lost = None
-    return ", ".join(out)
+    return ", ".join(f"{a}–{b} ({mech})" for a, b, mech in f.gaps())
 
 
 def render_replay(console: Console, report: ReplayReport, show: str = "changes") -> None:

@@ -95,7 +95,9 @@ def _strategy(res: StrategyReplay) -> str:
 
 def _survival_cell(f: FactSurvival) -> str:
     if f.kept_by is not None and f.lost_at_turn is None:
-        return f"<span class='kept'>kept ({escape(f.kept_by)})</span>"
+        gaps = ", ".join(f"{a}–{b} ({mech})" for a, b, mech in f.gaps())
+        lost = f", <span class='lost'>lost {escape(gaps)}</span>" if gaps else ""
+        return f"<span class='kept'>kept ({escape(f.kept_by)})</span>{lost}"
     if f.stated_at_turn is None:
         return "<span class='dim'>never stated</span>"
     return f"<span class='lost'>lost at turn {f.lost_at_turn} ({escape(str(f.mechanism))})</span>"
