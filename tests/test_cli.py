@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -276,3 +277,19 @@ def test_html_reports_escape_transcript_content(tmp_path):
         assert "<script" not in page and "<img" not in page
         assert "&lt;script&gt;" in page
     assert "<table>" in (tmp_path / "replay.html").read_text()
+
+
+def test_long_replay_lists_first_and_last_changes_only(tmp_path):
+    p = tmp_path / "long.jsonl"
+    lines = []
+    for k in range(120):
+        lines.append({"role": "user", "content": f"Question {k} about the Lisbon trip, day {k}."})
+        lines.append({"role": "assistant", "content": f"Answer {k}: take tram 28 early."})
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    r = invoke("replay", str(p), "--budget", "120")
+    assert r.exit_code == 0
+    assert "more turns with changes" in r.stdout
+    listed = [line for line in r.stdout.splitlines() if re.match(r"\s+\d+ s1·", line)]
+    assert len(listed) == 40
+    r = invoke("replay", str(p), "--budget", "120", "--show", "all")
+    assert "more turns with changes" not in r.stdout

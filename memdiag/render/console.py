@@ -12,6 +12,8 @@ from rich.text import Text
 
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
+CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
+
 SECTION_STYLE = {
     "system": "blue",
     "scratchpad": "magenta",
@@ -109,7 +111,18 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
     console.rule(f"[bold]{escape(res.name)}[/]")
     turns = res.turns if show == "all" else [r for r in res.turns if interesting(r)]
     if show != "none":
-        for r in turns:
+        # a long transcript has thousands of such turns: show the first and last ones
+        cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
+        head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
+        for r in head:
+            console.print(turn_line(r, res.budget))
+        if cut:
+            console.print(
+                f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
+                "(--show all, or --format json|--html for every turn)",
+                style="dim",
+            )
+        for r in tail:
             console.print(turn_line(r, res.budget))
         hidden = len(res.turns) - len(turns)
         if hidden and show == "changes":
