@@ -338,9 +338,11 @@ class _FactTracker:
                     reason[k] = "session_end"
             self.in_summary = [False] * len(self.facts)
             self.pinned = [False] * len(self.facts)
+        arrived: set[int] = set()
         for i in entered:
             for k in self.evidence.get(i, ()):
                 self.in_window[k] += 1
+                arrived.add(k)
                 st = self.state[k]
                 if st.stated_at_turn is None:
                     st.stated_at_turn = turn
@@ -375,7 +377,8 @@ class _FactTracker:
                 st.history.append({"turn": turn, "event": "kept"})
                 st.lost_at_turn = None
                 st.mechanism = None
-            elif not kept and self.kept[k]:
+            elif not kept and (self.kept[k] or k in arrived):
+                # (or: stated and pushed out within the same turn, never seen by the model)
                 mech = reason.get(k, "evicted")
                 st.history.append({"turn": turn, "event": "lost", "mechanism": mech})
                 st.lost_at_turn = turn

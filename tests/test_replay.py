@@ -156,3 +156,19 @@ def test_system_prompt_can_be_evicted_when_configured():
     system_id = t.messages[0].id
     assert system_id in free.turns[0].entered
     assert any(system_id in r.evicted for r in free.turns)
+
+
+def test_fact_evicted_in_the_turn_it_arrives_is_reported_lost(tmp_path):
+    p = tmp_path / "t.jsonl"
+    long_reply = "I'm allergic to peanuts, noted. " + "Here is a long itinerary. " * 60
+    lines = [
+        {"role": "user", "content": "Plan my week."},
+        {"id": "a1", "role": "assistant", "content": long_reply},
+        {"role": "user", "content": "Thanks!"},
+    ]
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    res = run(load(p), Settings(budget=150), ["allergic to peanuts"]).results[0]
+    fact = res.facts[0]
+    assert "a1" in res.turns[1].entered and "a1" in res.turns[1].evicted
+    assert fact.stated_at_turn == 2 and fact.lost_at_turn == 2 and fact.mechanism == "evicted"
+    assert fact.kept_by is None
