@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from memdiag.errors import UnavailableError, UsageError
 
@@ -105,6 +105,18 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+class _Features(NamedTuple):
+    extract: bool
+    constraint: bool
+    first_person: bool
+    number: bool
+    date: bool
+    capitalized: bool
+
+
+ALL_FEATURES = _Features(True, True, True, True, True, True)
+
+
 @dataclass(slots=True)
 class _Candidate:
     role: str
@@ -136,28 +148,47 @@ class ExtractiveSummarizer:
         self._lines: dict[str, tuple[int, int]] = {}
         self._roles: dict[str, int] = {}
 
-    def score(self, role: str, sentence: str) -> int:
+    def features(self, text: str) -> _Features:
+        """Which scoring features occur anywhere in ``text``.
+
+        A sentence has a feature only if its message does (every pattern matches inside a
+        sentence the same way it does in the whole text), so a message's sentences skip the
+        patterns their message lacks.
+        """
+        has_number = _NUMBER.search(text) is not None
+        return _Features(
+            self.extractor.could_match(text),
+            _CONSTRAINT.search(text.casefold()) is not None,
+            _FIRST_PERSON.search(text) is not None,
+            has_number,
+            has_number or "day" in text or _DATE_HINT.search(text) is not None,
+            _CAPITALIZED.search(text) is not None,
+        )
+
+    def score(self, role: str, sentence: str, possible: _Features = ALL_FEATURES) -> int:
         """How informative one sentence is (0: not worth keeping)."""
-        cjk = len(_CJK.findall(sentence))
+        cjk = 0 if sentence.isascii() else len(_CJK.findall(sentence))
         if cjk < MIN_CJK_CHARS and len(sentence.split()) < MIN_WORDS:
             return 0
         score = 0
-        found = self.extractor.extract(sentence)
+        found = self.extractor.extract(sentence) if possible.extract else ()
         if found:
             score += 4 + (3 if any(e.strong for e in found) else 0)
-        if _CONSTRAINT.search(sentence.casefold()):
+        if possible.constraint and _CONSTRAINT.search(sentence.casefold()):
             score += 3
-        if _FIRST_PERSON.search(sentence):
+        if possible.first_person and _FIRST_PERSON.search(sentence):
             score += 2
-        has_number = _NUMBER.search(sentence) is not None
+        has_number = possible.number and _NUMBER.search(sentence) is not None
         if has_number:
             score += 1
         # every date form needs a digit, a weekday ("…day") or 月/日/号: skip the slow regex else
-        if (has_number or "day" in sentence or _DATE_HINT.search(sentence)) and _DATE.search(
-            sentence
+        if (
+            possible.date
+            and (has_number or "day" in sentence or _DATE_HINT.search(sentence))
+            and _DATE.search(sentence)
         ):
             score += 1
-        if _CAPITALIZED.search(sentence):
+        if possible.capitalized and _CAPITALIZED.search(sentence):
             score += 1
         if score and role == "user":
             score += 1
@@ -165,12 +196,14 @@ class ExtractiveSummarizer:
             score = max(0, score - 2)  # raw tool output is rarely what a user asks about later
         return score
 
-    def _measure(self, role: str, text: str, key: str, estimate: int | None) -> tuple[int, int]:
+    def _measure(
+        self, role: str, text: str, key: str, estimate: int | None, possible: _Features
+    ) -> tuple[int, int]:
         known = self._lines.get(key)
         if known is None:
             if len(self._lines) > 4096:
                 self._lines.clear()  # bounded memory; entries are cheap to recompute
-            score = self.score(role, text)
+            score = self.score(role, text, possible)
             if score <= 0:
                 tokens = 0
             elif estimate is not None:
@@ -204,15 +237,18 @@ class ExtractiveSummarizer:
             m = _LINE.match(line)
             role, text = (m.group(1), m.group(2)) if m else ("summary", line)
             order += 1
-            self._add(candidates, seen, role, text, order, None)
+            self._add(candidates, seen, role, text, order, None, ALL_FEATURES)
         for item in messages:
             role, text = item[0], item[1]
             hint = item[2] if len(item) > 2 else None
             per_char = hint / len(text) if hint and text else None
-            for sentence in split_sentences(text):
+            sentences = split_sentences(text)
+            # one pass over the message rules out features for all its sentences at once
+            possible = self.features(text) if len(sentences) > 1 else ALL_FEATURES
+            for sentence in sentences:
                 order += 1
                 estimate = None if per_char is None else max(1, round(per_char * len(sentence)))
-                self._add(candidates, seen, role, sentence, order, estimate)
+                self._add(candidates, seen, role, sentence, order, estimate, possible)
         return self._select(candidates, max_tokens)
 
     def shrink(self, summary: str, max_tokens: int) -> str:
@@ -227,11 +263,12 @@ class ExtractiveSummarizer:
         text: str,
         order: int,
         estimate: int | None,
+        possible: _Features,
     ) -> None:
         key = f"{role}: {text}"
         if key in seen:
             return
-        score, tokens = self._measure(role, text, key, estimate)
+        score, tokens = self._measure(role, text, key, estimate, possible)
         if score <= 0:
             return
         seen.add(key)
