@@ -278,12 +278,12 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
     the session's messages, longer with a larger budget), so a binary search is exact. None when
     no budget keeps it (e.g. max_turns evicts it first).
     """
-    t = rctx.transcript
-    first = t.turns[0].user_index
+    # everything fits in `hi`; `lo` = 1 keeps the search exact whatever the message sizes (a
+    # bound taken from some other message could exceed the answer)
     hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
     if not kept_at(rctx, "sliding_window", fact, turn, hi):
         return None
-    lo = rctx.costs[first]  # below this even the first message cannot fit
+    lo = 1
     while lo < hi:
         mid = (lo + hi) // 2
         if kept_at(rctx, "sliding_window", fact, turn, mid):

@@ -181,3 +181,28 @@ def test_probes_cli(tmp_path):
     assert d["details"]["probe"]["question"] == "What is the name of the dog I adopted?"
     assert CliRunner().invoke(app, ["diagnose", str(DEMO), "--probes"]).exit_code == 2
     assert CliRunner().invoke(app, ["diagnose", lme, "--probes", "--fact", "x"]).exit_code == 2
+
+
+def test_what_if_budget_is_minimal_even_after_a_huge_first_message(tmp_path):
+    """A long message in an earlier session must not raise the searched budget's floor."""
+    p = tmp_path / "t.jsonl"
+    lines = [
+        {"role": "user", "content": "Here is my whole diary. " * 400, "session": "s1"},
+        {"role": "assistant", "content": "Thanks."},
+        {"type": "session", "id": "s2"},
+        {"id": "u1", "role": "user", "content": "I'm allergic to peanuts."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "Plan a day in Porto with lunch."},
+        {"role": "assistant", "content": "Morning at Livraria Lello, lunch at Mercado do Bolhão."},
+        {"role": "user", "content": "Any snack for the train?"},
+        {"role": "assistant", "content": "Peanut brittle!", "forgot": "allergic to peanuts"},
+    ]
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    t = load(p)
+    d = diagnose(t, Settings(budget=40), failures_from(t))[0]
+    assert d.verdict == "short_term_dropped"
+    budget = d.details["what_if"]["smallest_sliding_window_budget"]
+    rctx = prepare(t, Settings(budget=40))
+    assert budget < 400  # far below the diary's cost
+    assert kept_at(rctx, "sliding_window", d.fact, d.at_turn, budget)
+    assert not kept_at(rctx, "sliding_window", d.fact, d.at_turn, budget - 1)
