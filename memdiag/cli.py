@@ -646,10 +646,10 @@ def convert(
         if out is None:
             write_canonical(t, sys.stdout)
             return
-        tmp = out.with_name(out.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as fp:
+        from memdiag.render import atomic_open
+
+        with atomic_open(out) as fp:  # never leave a half-written file behind
             write_canonical(t, fp)
-        tmp.replace(out)  # never leave a half-written file behind
         stderr().print(f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}")
 
 

@@ -293,3 +293,18 @@ def test_long_replay_lists_first_and_last_changes_only(tmp_path):
     assert len(listed) == 40
     r = invoke("replay", str(p), "--budget", "120", "--show", "all")
     assert "more turns with changes" not in r.stdout
+
+
+def test_atomic_open_keeps_the_old_file_when_writing_fails(tmp_path):
+    import pytest
+
+    from memdiag.render import atomic_open
+
+    out = tmp_path / "sub" / "report.xml"
+    with atomic_open(out) as fp:
+        fp.write("first")
+    with pytest.raises(RuntimeError), atomic_open(out) as fp:
+        fp.write("half")
+        raise RuntimeError("boom")
+    assert out.read_text() == "first"
+    assert not (tmp_path / "sub" / "report.xml.tmp").exists()

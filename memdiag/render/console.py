@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memdiag.render import gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
@@ -76,16 +77,11 @@ def fact_cell(f: FactSurvival) -> Text:
         return Text("never stated", style="dim")
     if f.lost_at_turn is None:
         cell = Text(f"kept ({f.kept_by})", style="green")
-        gaps = _gaps(f)
+        gaps = gaps_text(f)
         if gaps:
             cell.append(f", lost {gaps}", style="yellow")
         return cell
     return Text(f"lost at turn {f.lost_at_turn} ({f.mechanism})", style="red")
-
-
-def _gaps(f: FactSurvival) -> str:
-    """Earlier losses of a fact that is back in the window (restated): '12–40 (evicted)'."""
-    return ", ".join(f"{a}–{b} ({mech})" for a, b, mech in f.gaps())
 
 
 def render_replay(console: Console, report: ReplayReport, show: str = "changes") -> None:
@@ -220,7 +216,7 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
         ):
             if key in det and det[key] not in (None, [], {}):
                 body.append(f"{key:<9}", style="dim")
-                body.append(f"{_fmt(det[key])}\n")
+                body.append(f"{plain(det[key])}\n")
         for fix in d.fixes:
             body.append("fix      ", style="dim")
             body.append(fix + "\n")
@@ -250,14 +246,6 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
 def _clip(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _fmt(value: object) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return ", ".join(_fmt(v) for v in value)
-    return str(value)
 
 
 def render_checks(console: Console, report: object) -> None:

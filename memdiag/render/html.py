@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from memdiag.render import atomic_open, gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 SECTION_COLORS = {
@@ -95,7 +96,7 @@ def _strategy(res: StrategyReplay) -> str:
 
 def _survival_cell(f: FactSurvival) -> str:
     if f.kept_by is not None and f.lost_at_turn is None:
-        gaps = ", ".join(f"{a}–{b} ({mech})" for a, b, mech in f.gaps())
+        gaps = gaps_text(f)
         lost = f", <span class='lost'>lost {escape(gaps)}</span>" if gaps else ""
         return f"<span class='kept'>kept ({escape(f.kept_by)})</span>{lost}"
     if f.stated_at_turn is None:
@@ -134,17 +135,10 @@ def replay_html(report: ReplayReport) -> str:
 
 def _details(details: dict[str, Any]) -> str:
     rows = "".join(
-        f"<tr><th>{escape(str(k))}</th><td>{escape(_text(v))}</td></tr>" for k, v in details.items()
+        f"<tr><th>{escape(str(k))}</th><td>{escape(plain(v, '; '))}</td></tr>"
+        for k, v in details.items()
     )
     return f"<table>{rows}</table>"
-
-
-def _text(value: object) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_text(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return "; ".join(_text(v) for v in value)
-    return str(value)
 
 
 def diagnose_html(transcript: str, diagnoses: Sequence[Any]) -> str:
@@ -173,9 +167,5 @@ def diagnose_html(transcript: str, diagnoses: Sequence[Any]) -> str:
 
 def write_html(path: str, text: str) -> None:
     """Write a report atomically (a partial file is never left behind)."""
-    from pathlib import Path
-
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    with atomic_open(path) as fp:
+        fp.write(text)

@@ -76,10 +76,11 @@ def junit_xml(report: CheckReport) -> ET.ElementTree:
 
 def write_junit(report: CheckReport, path: Path) -> None:
     """Write the JUnit file atomically (a CI step never reads a half-written report)."""
-    path.parent.mkdir(parents=True, exist_ok=True)  # `--junit build/report.xml` on a clean tree
-    tmp = path.with_name(path.name + ".tmp")
-    junit_xml(report).write(tmp, encoding="utf-8", xml_declaration=True)
-    tmp.replace(path)
+    from memdiag.render import atomic_open
+
+    # atomic_open also creates the folder: `--junit build/report.xml` on a clean tree
+    with atomic_open(path, "wb") as fp:
+        junit_xml(report).write(fp, encoding="utf-8", xml_declaration=True)
 
 
 def _escape_data(text: str) -> str:
