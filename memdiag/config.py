@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import UsageError
-from memdiag.tokens import ChatOverhead, context_size
+from memdiag.tokens import ChatOverhead, TokenCounter, context_size, encoding_name_for
 from memdiag.yamlio import load_yaml, to_dataclass
 
 DEFAULT_CONFIG = "memdiag.yaml"
@@ -90,6 +90,10 @@ class Settings:
     def chat_overhead(self) -> ChatOverhead:
         o = self.overhead
         return ChatOverhead(o.per_message, o.per_name, o.reply_priming)
+
+    def token_counter(self) -> TokenCounter:
+        """The counter these settings describe: model/encoding and chat overhead."""
+        return TokenCounter(encoding_name_for(self.model, self.encoding), self.chat_overhead)
 
     def effective_budget(self) -> int:
         """--budget, or the model's context size minus reserve_output."""

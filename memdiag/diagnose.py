@@ -396,6 +396,6 @@ def _long_term(
         ]
         return
     query = failure.query or rctx.settings.store.query or t.messages[turn.user_index].content
-    stores.decide(failure.fact, query, rctx.settings, d)
+    stores.decide(failure.fact, query, rctx.settings, rctx.counter, d)
     if d.verdict == "never_stated":  # decide() found nothing in any store
         d.verdict = "long_term_not_written"

@@ -92,23 +92,17 @@ class LongTermStores:
 
     def profile_section(self, settings: Settings) -> tuple[str, int]:
         """The profile text injected at every session start, and its tokens in the window."""
-        from memdiag.tokens import TokenCounter, encoding_name_for
-
-        counter = TokenCounter(
-            encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
+        entries, tokens = self.injected_profile(
+            settings.token_counter(), settings.store.inject_max_tokens
         )
-        entries, tokens = self.injected_profile(counter, settings.store.inject_max_tokens)
         return render_profile(entries), tokens
 
     # -- the decision ------------------------------------------------------------------------
 
-    def decide(self, fact: str, query: str, settings: Settings, d: Diagnosis) -> None:
+    def decide(
+        self, fact: str, query: str, settings: Settings, counter: TokenCounter, d: Diagnosis
+    ) -> None:
         """Set d.verdict/details/flags/fixes for a fact stated only in earlier sessions."""
-        from memdiag.tokens import TokenCounter, encoding_name_for
-
-        counter = TokenCounter(
-            encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
-        )
         d.details["stores_checked"] = self.checked()
         d.details["query"] = query
         strong = _is_strong(fact, [e.text for e in d.evidence])

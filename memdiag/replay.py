@@ -135,12 +135,8 @@ def prepare(
     memory_text: str = "",
 ) -> ReplayContext:
     """Count every message once and group tool calls with their results into units."""
-    from memdiag.tokens import encoding_name_for
-
     if counter is None:
-        counter = TokenCounter(
-            encoding_name_for(settings.model, settings.encoding), settings.chat_overhead
-        )
+        counter = settings.token_counter()
     costs = counter.message_costs(transcript.messages)
     return ReplayContext(
         transcript,
