@@ -525,11 +525,13 @@ def run_case(case: Case, spec_path: str = "") -> CaseResult:
             s = case.settings.store
             needs_replay = any(e.kind in REPLAY_KINDS for e in exps)
             needs_diagnosis = any(e.kind in DIAGNOSIS_KINDS for e in exps)
+            from memdiag.longterm import LongTermStores
+
             if needs_diagnosis and (s.facts_file or s.chroma):
-                stores = _open_long_term(s.facts_file, s.chroma, s.collection)
+                stores = LongTermStores.from_settings(case.settings)
             elif needs_replay and s.facts_file:
                 # kept/lost only need the profile's injected tokens, not the vector store
-                stores = _open_long_term(s.facts_file, None, None)
+                stores = LongTermStores.open(s.facts_file, None, None)
             if needs_replay:
                 from memdiag.replay import prepare
 
@@ -560,12 +562,6 @@ def run_case(case: Case, spec_path: str = "") -> CaseResult:
         failure_lines=[line for line, _ in ordered],
         expectations=len(exps),
     )
-
-
-def _open_long_term(facts_file: str | None, chroma: str | None, collection: str | None) -> Any:
-    from memdiag.longterm import LongTermStores
-
-    return LongTermStores.open(facts_file, chroma, collection)
 
 
 def _turn(e: Expectation, transcript: Transcript, spec_path: str, default: int) -> int:
@@ -723,23 +719,11 @@ def _finding_text(f: Any) -> str:
 
 def _audit(settings: Settings) -> Any:
     """Audit the case's facts file and/or Chroma store (read-only, as inspect-store does)."""
-    from contextlib import ExitStack
-
+    from memdiag.longterm import LongTermStores
     from memdiag.stores.audit import audit
 
-    s = settings.store
-    with ExitStack() as stack:
-        facts = None
-        store = None
-        if s.facts_file:
-            from memdiag.stores.facts_file import load_facts_file
-
-            facts = load_facts_file(s.facts_file)
-        if s.chroma:
-            from memdiag.stores.chroma import open_chroma
-
-            store = stack.enter_context(open_chroma(s.chroma))
-        return audit(facts, store, s.collection, settings.audit_settings())
+    with LongTermStores.from_settings(settings) as stores:
+        return audit(stores.facts, stores.chroma, stores.collection, settings.audit_settings())
 
 
 def _run_indexed(args: tuple[Case, str]) -> CaseResult:

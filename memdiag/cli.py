@@ -24,7 +24,6 @@ from memdiag.render import OutputFormat
 
 if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
     from memdiag.config import Settings
-    from memdiag.longterm import LongTermStores
     from memdiag.transcript import Transcript
 
 app = typer.Typer(
@@ -404,16 +403,6 @@ def replay(
             stderr().print(f"wrote HTML report to {html}", markup=False)
 
 
-def open_stores(settings: Settings) -> LongTermStores | None:
-    """The long-term stores named by flags/config, or None when none is configured."""
-    s = settings.store
-    if not (s.facts_file or s.chroma):
-        return None
-    from memdiag.longterm import LongTermStores
-
-    return LongTermStores.open(s.facts_file, s.chroma, s.collection)
-
-
 @app.command(
     epilog=(
         "Examples:\n\n"
@@ -510,13 +499,13 @@ def diagnose(
                 stderr().print(f"{left_out} QA item(s) without an answer (adversarial) left out")
         else:
             failures = failures_from(t, fact or (), at)
-        stores = open_stores(settings)
-        try:
-            with count_progress("diagnosing", min_total=2) as tick:
-                diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
-        finally:
-            if stores is not None:
-                stores.close()
+        from memdiag.longterm import LongTermStores
+
+        with (
+            LongTermStores.from_settings(settings) as stores,
+            count_progress("diagnosing", min_total=2) as tick,
+        ):
+            diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
         if output is OutputFormat.table:
             from memdiag.render.console import render_diagnoses
 
@@ -594,19 +583,12 @@ def inspect_store(
         )
         if not (settings.store.facts_file or settings.store.chroma):
             raise UsageError("nothing to inspect: pass --facts-file FILE and/or --chroma PATH|URL")
-        stores = open_stores(settings)
-        assert stores is not None
-        try:
-            with count_progress("auditing") as tick:
-                report = audit(
-                    stores.facts,
-                    stores.chroma,
-                    settings.store.collection,
-                    settings.audit_settings(),
-                    tick,
-                )
-        finally:
-            stores.close()
+        from memdiag.longterm import LongTermStores
+
+        with LongTermStores.from_settings(settings) as stores, count_progress("auditing") as tick:
+            report = audit(
+                stores.facts, stores.chroma, stores.collection, settings.audit_settings(), tick
+            )
         if output is OutputFormat.table:
             from memdiag.render.console import render_audit
 

@@ -54,9 +54,21 @@ class LongTermStores:
             store = open_chroma(chroma)
         return cls(facts, store, collection)
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LongTermStores:
+        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true)."""
+        s = settings.store
+        return cls.open(s.facts_file, s.chroma, s.collection)
+
     def close(self) -> None:
         if self.chroma is not None:
             self.chroma.close()
+
+    def __enter__(self) -> LongTermStores:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def empty(self) -> bool:
