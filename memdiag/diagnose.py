@@ -314,7 +314,7 @@ def _conflicts_in_window(rctx: ReplayContext, view: Any, fact: str) -> list[str]
     from memdiag.extract import default_extractor
 
     ex = default_extractor()
-    fields = {x.field: x.value.casefold() for x in ex.extract(fact) if not ex.is_multi(x.field)}
+    fields = ex.stated(fact, single_only=True)
     if not fields:
         return []
     out = []
@@ -322,9 +322,9 @@ def _conflicts_in_window(rctx: ReplayContext, view: Any, fact: str) -> list[str]
         m = rctx.transcript.messages[i]
         if m.role != "user":
             continue
-        for x in ex.extract(m.content):
-            if x.field in fields and x.value.casefold() != fields[x.field]:
-                out.append(m.id)
+        stated = ex.stated(m.content, single_only=True)
+        if any(name in stated and stated[name] != value for name, value in fields.items()):
+            out.append(m.id)
     return out
 
 

@@ -155,6 +155,18 @@ class Extractor:
             return spec.value_zh.replace("{value}", value)
         return value
 
+    def stated(self, text: str, single_only: bool = False) -> dict[str, str]:
+        """Field → casefolded value stated in ``text`` (the last: a later statement wins).
+
+        ``single_only`` keeps fields that hold one value at a time, where two different
+        values contradict each other (a location, not an allergy).
+        """
+        out: dict[str, str] = {}
+        for x in self.extract(text):
+            if not (single_only and self.is_multi(x.field)):
+                out[x.field] = x.value.casefold()
+        return out
+
     def could_match(self, text: str) -> bool:
         """False when no rule can match ``text`` (none of their keywords occurs in it)."""
         if self._always:

@@ -301,12 +301,7 @@ def _fields(text: str, single_only: bool = False) -> dict[str, str]:
     from memdiag.extract import default_extractor
     from memdiag.stores.audit import as_first_person
 
-    ex = default_extractor()
-    return {
-        x.field: x.value.casefold()
-        for x in ex.extract(as_first_person(text))
-        if not (single_only and ex.is_multi(x.field))
-    }
+    return default_extractor().stated(as_first_person(text), single_only)
 
 
 def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[FactEntry, str] | None:
