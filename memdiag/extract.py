@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.text import has_cjk, normalize_key
 
 BUILTIN_RULES = "rules.yaml"
 NORMALIZERS = ("none", "lower", "first_lower", "timezone", "units")
@@ -144,14 +145,14 @@ class Extractor:
     def label(self, field_name: str, value: str) -> str:
         """The label of a pinned line: Chinese when the value is, else English."""
         spec = self.fields.get(field_name, FieldSpec())
-        if spec.label_zh and _has_cjk(value):
+        if spec.label_zh and has_cjk(value):
             return spec.label_zh
         return spec.label or field_name
 
     def render_value(self, field_name: str, value: str) -> str:
         """A value as it reads on its pinned line."""
         spec = self.fields.get(field_name, FieldSpec())
-        if spec.value_zh and _has_cjk(value):
+        if spec.value_zh and has_cjk(value):
             return spec.value_zh.replace("{value}", value)
         return value
 
@@ -225,7 +226,7 @@ def _values(rule: Rule, m: re.Match[str]) -> list[tuple[str, tuple[int, int]]]:
 def _clean(value: str) -> str:
     value = _EDGE.sub("", value.strip())
     value = _ARTICLE.sub("", value)
-    if _has_cjk(value):
+    if has_cjk(value):
         value = _CJK_TAIL.sub("", value)
     return " ".join(value.split())
 
@@ -269,8 +270,31 @@ def _timezone(value: str) -> str:
     return value
 
 
-def _has_cjk(text: str) -> bool:
-    return re.search(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]", text) is not None
+# Facts-file keys (normalized) that name an extraction field.
+FIELD_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "name": ("name", "full_name", "first_name", "username", "preferred_name", "姓名", "名字"),
+    "birthday": ("birthday", "birth_date", "birthdate", "date_of_birth", "dob", "生日"),
+    "allergy": ("allergy", "allergies", "food_allergy", "food_allergies", "allergic_to", "过敏"),
+    "medical": ("medical", "medical_condition", "condition", "medication", "medications"),
+    "prohibition": ("prohibition", "prohibitions", "never", "dont", "do_not", "禁止"),
+    "timezone": ("timezone", "time_zone", "tz", "时区"),
+    "units": ("units", "unit", "unit_system", "measurement_units", "单位"),
+    "diet": ("diet", "dietary_restriction", "dietary_restrictions", "饮食"),
+    "location": ("location", "city", "home_city", "lives_in", "home", "residence", "住址", "城市"),
+    "job": ("job", "occupation", "profession", "role", "work", "职业", "工作"),
+    "preference": ("preference", "preferences", "likes", "偏好"),
+}
+_FIELD_BY_KEY = {k: f for f, keys in FIELD_SYNONYMS.items() for k in keys}
+_KEY_PREFIX = re.compile(r"^(user|profile|my|the_user|用户)_?")
+
+
+def field_for_key(key: str) -> str:
+    """The extraction field a facts-file or metadata key names (else the normalized key)."""
+    norm = normalize_key(key)
+    if norm in _FIELD_BY_KEY:
+        return _FIELD_BY_KEY[norm]
+    stripped = _KEY_PREFIX.sub("", norm)
+    return _FIELD_BY_KEY.get(stripped, norm)
 
 
 # --- loading -------------------------------------------------------------------------------

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memdiag.text import CJK_RUN, fold, has_cjk, normalize, split_sentences
+
 FUZZY_THRESHOLD = 0.75
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_SPACE = re.compile(r"\s+")
 
 STOPWORDS = frozenset(
     """a an the of to in on at for from by with and or but is are was were be been being am
@@ -38,13 +37,6 @@ class Match:
     method: str  # exact | fuzzy | cjk_ngram | semantic
 
 
-def normalize(text: str) -> str:
-    """Casefold, NFKC, collapse whitespace and strip punctuation at the edges of words."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"[^\w\s]", " ", text)
-    return _SPACE.sub(" ", text).strip()
-
-
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper: allergic/allergies/allergy → allerg."""
@@ -54,17 +46,13 @@ def stem(word: str) -> str:
     return word
 
 
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
-
-
 @lru_cache(maxsize=4096)
 def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     """(content word stems, CJK unigrams+bigrams) of a fact."""
     norm = normalize(fact)
     words = frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w))
     grams: set[str] = set()
-    for run in re.findall(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+", norm):
+    for run in CJK_RUN.findall(norm):
         chars = [c for c in run if c not in CJK_STOP]
         grams.update(chars)
         grams.update(
@@ -78,11 +66,6 @@ def text_terms(text: str) -> tuple[frozenset[str], str]:
     norm = normalize(text)
     words = frozenset(stem(w) for w in _WORD.findall(norm) if not has_cjk(w))
     return words, norm
-
-
-def fold(text: str) -> str:
-    """NFKC + casefold: what the cheap pre-check of :func:`match` searches."""
-    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def match(
@@ -181,7 +164,6 @@ def find_semantic_evidence(
     """
     import numpy as np
 
-    from memdiag.strategies.summarizers import split_sentences
     from memdiag.transcript.model import Message
 
     sentences: list[tuple[Message, str]] = []

@@ -299,7 +299,7 @@ def _fields(text: str, single_only: bool = False) -> dict[str, str]:
     first-person statements, so they are rewritten first, as the store audit does.
     """
     from memdiag.extract import default_extractor
-    from memdiag.stores.audit import as_first_person
+    from memdiag.text import as_first_person
 
     return default_extractor().stated(as_first_person(text), single_only)
 
@@ -311,8 +311,8 @@ def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[Fact
     states allergy=花生 even when the fact is worded "对花生过敏"). A single-valued key holding
     another value is outdated; a multi-valued one (allergies) simply does not hold this value.
     """
-    from memdiag.extract import default_extractor
-    from memdiag.stores.audit import field_for_key, same_value
+    from memdiag.extract import default_extractor, field_for_key
+    from memdiag.text import same_value
 
     for entry in facts.entries:
         if match(fact, f"{entry.key} {entry.value}") or match(fact, entry.value):

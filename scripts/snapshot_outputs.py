@@ -33,16 +33,22 @@ def model_dir() -> Path | None:
     return None
 
 
-def build_store(path: Path, collections: dict[str, tuple[str, dict[str, Any]]], model: Path) -> None:
+def build_store(
+    path: Path, collections: dict[str, tuple[str, dict[str, Any]]], model: Path
+) -> None:
     import chromadb
     from chromadb.config import Settings
     from chromadb.utils.embedding_functions import DefaultEmbeddingFunction, ONNXMiniLM_L6_V2
 
     ONNXMiniLM_L6_V2.DOWNLOAD_PATH = model  # type: ignore[assignment]
-    client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(
+        path=str(path), settings=Settings(anonymized_telemetry=False)
+    )
     for name, (fixture, config) in collections.items():
         col = client.create_collection(
-            name, embedding_function=DefaultEmbeddingFunction(), configuration=config  # type: ignore[arg-type]
+            name,
+            embedding_function=DefaultEmbeddingFunction(),
+            configuration=config,  # type: ignore[arg-type]
         )
         rows = [json.loads(x) for x in (FIX / "memories" / fixture).read_text().splitlines() if x]
         col.add(
@@ -63,53 +69,125 @@ def commands(stores: dict[str, Path] | None) -> dict[str, list[str]]:
         cmds[f"convert_{key}"] = ["convert", rel]
         for budget in ("300", "400", "2000"):
             cmds[f"replay_{key}_{budget}"] = [
-                "replay", rel, "--strategy", "all", "--budget", budget, "--format", "json",
+                "replay",
+                rel,
+                "--strategy",
+                "all",
+                "--budget",
+                budget,
+                "--format",
+                "json",
             ]
         cmds[f"replay_{key}_jsonl"] = ["replay", rel, "--budget", "400", "--format", "jsonl"]
         cmds[f"replay_{key}_turns"] = ["replay", rel, "--max-turns", "3", "--format", "json"]
         for strategy in ("sliding_window", "summary", "scratchpad"):
             cmds[f"diagnose_{key}_{strategy}"] = [
-                "diagnose", rel, "--budget", "400", "--strategy", strategy, "--format", "json",
+                "diagnose",
+                rel,
+                "--budget",
+                "400",
+                "--strategy",
+                strategy,
+                "--format",
+                "json",
             ]
         cmds[f"diagnose_{key}_fact"] = [
-            "diagnose", rel, "--fact", "allergic to peanuts", "--budget", "300", "--format", "json",
+            "diagnose",
+            rel,
+            "--fact",
+            "allergic to peanuts",
+            "--budget",
+            "300",
+            "--format",
+            "json",
         ]
     for name in ("locomo_sample.json", "longmemeval_sample.json"):
         rel = f"fixtures/formats/{name}"
         cmds[f"diagnose_probes_{name}"] = ["diagnose", rel, "--probes", "--format", "json"]
-    for facts in ("facts.json", "facts_records.json", "longterm_facts.json", "longterm_facts_zh.json"):
+    for facts in (
+        "facts.json",
+        "facts_records.json",
+        "longterm_facts.json",
+        "longterm_facts_zh.json",
+    ):
         rel = f"fixtures/{facts}"
         cmds[f"inspect_{facts}"] = ["inspect-store", "--facts-file", rel, "--format", "json"]
         cmds[f"replay_demo_{facts}"] = [
-            "replay", "fixtures/demo.jsonl", "--facts-file", rel, "--format", "json",
+            "replay",
+            "fixtures/demo.jsonl",
+            "--facts-file",
+            rel,
+            "--format",
+            "json",
         ]
     cmds["diagnose_longterm_facts"] = [
-        "diagnose", "fixtures/longterm.jsonl", "--facts-file", "fixtures/longterm_facts.json",
-        "--budget", "4000", "--format", "json",
+        "diagnose",
+        "fixtures/longterm.jsonl",
+        "--facts-file",
+        "fixtures/longterm_facts.json",
+        "--budget",
+        "4000",
+        "--format",
+        "json",
     ]
     cmds["diagnose_longterm_zh_facts"] = [
-        "diagnose", "fixtures/longterm_zh.jsonl", "--facts-file",
-        "fixtures/longterm_facts_zh.json", "--budget", "4000", "--format", "json",
+        "diagnose",
+        "fixtures/longterm_zh.jsonl",
+        "--facts-file",
+        "fixtures/longterm_facts_zh.json",
+        "--budget",
+        "4000",
+        "--format",
+        "json",
     ]
     cmds["check_fixtures"] = ["check", "fixtures/checks.yaml", "--format", "json"]
     if stores:
         audit, agent = str(stores["audit"]), str(stores["agent"])
         cmds["inspect_chroma"] = ["inspect-store", "--chroma", audit, "--format", "json"]
         cmds["inspect_chroma_facts"] = [
-            "inspect-store", "--chroma", audit, "--facts-file", "fixtures/facts.json",
-            "--format", "json",
+            "inspect-store",
+            "--chroma",
+            audit,
+            "--facts-file",
+            "fixtures/facts.json",
+            "--format",
+            "json",
         ]
         cmds["inspect_chroma_dirty"] = [
-            "inspect-store", "--chroma", audit, "--collection", "dirty", "--format", "json",
+            "inspect-store",
+            "--chroma",
+            audit,
+            "--collection",
+            "dirty",
+            "--format",
+            "json",
         ]
         for k in ("3", "1"):
             cmds[f"diagnose_longterm_chroma_{k}"] = [
-                "diagnose", "fixtures/longterm.jsonl", "--chroma", agent, "--collection", "agent",
-                "--top-k", k, "--budget", "4000", "--format", "json",
+                "diagnose",
+                "fixtures/longterm.jsonl",
+                "--chroma",
+                agent,
+                "--collection",
+                "agent",
+                "--top-k",
+                k,
+                "--budget",
+                "4000",
+                "--format",
+                "json",
             ]
         cmds["diagnose_longterm_chroma_facts"] = [
-            "diagnose", "fixtures/longterm.jsonl", "--chroma", agent, "--facts-file",
-            "fixtures/longterm_facts.json", "--budget", "4000", "--format", "json",
+            "diagnose",
+            "fixtures/longterm.jsonl",
+            "--chroma",
+            agent,
+            "--facts-file",
+            "fixtures/longterm_facts.json",
+            "--budget",
+            "4000",
+            "--format",
+            "json",
         ]
     return cmds
 
@@ -153,8 +231,12 @@ def main() -> int:
         print(f"wrote {len(list(args.out.iterdir()))} outputs to {args.out}")
         return 0
     names = sorted(p.name for p in args.compare.iterdir())
-    differ = [n for n in names if not filecmp.cmp(args.compare / n, args.out / n, shallow=False)
-              if (args.out / n).exists()]
+    differ = [
+        n
+        for n in names
+        if not filecmp.cmp(args.compare / n, args.out / n, shallow=False)
+        if (args.out / n).exists()
+    ]
     missing = [n for n in names if not (args.out / n).exists()]
     for n in differ + missing:
         print(f"DIFFERS: {n}")

@@ -23,15 +23,14 @@ from memdiag.stores.audit import (
     SEVERITY,
     AuditReport,
     AuditSettings,
-    as_first_person,
     audit,
-    same_value,
 )
 from memdiag.stores.chroma import open_chroma
 from memdiag.stores.embeddings import resolve_embedding_function
-from memdiag.stores.facts_file import load_facts_file, normalize_key
+from memdiag.stores.facts_file import load_facts_file
 from memdiag.stores.layers import assign_layer
 from memdiag.stores.retrieval import find_in_store, retrieve
+from memdiag.text import as_first_person, normalize_key, same_value
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -21,9 +21,9 @@ from memdiag.strategies.summarizers import (
     SUMMARY_HEADER,
     ExtractiveSummarizer,
     LLMSummarizer,
-    split_sentences,
     truncate_to_tokens,
 )
+from memdiag.text import split_sentences
 from memdiag.tokens import TokenCounter
 from memdiag.transcript import load
 from memdiag.transcript.model import RawMessage, RawSession, RawSummary, Transcript, build

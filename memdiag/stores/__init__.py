@@ -15,7 +15,7 @@ from memdiag.stores.chroma import (
     open_chroma,
 )
 from memdiag.stores.embeddings import default_embedder, resolve_embedding_function
-from memdiag.stores.facts_file import FactEntry, FactsFile, load_facts_file, normalize_key
+from memdiag.stores.facts_file import FactEntry, FactsFile, load_facts_file
 from memdiag.stores.layers import LAYERS, assign_layer
 from memdiag.stores.retrieval import RetrievalResult, find_in_store, locate, retrieve
 
@@ -38,7 +38,6 @@ __all__ = [
     "find_in_store",
     "load_facts_file",
     "locate",
-    "normalize_key",
     "open_chroma",
     "resolve_embedding_function",
     "retrieve",

@@ -31,15 +31,16 @@ multi-valued ones (allergies, preferences, prohibitions) accumulate.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from memdiag.stores.facts_file import FactEntry, FactsFile, normalize_key, parse_timestamp
+from memdiag.extract import field_for_key
+from memdiag.stores.facts_file import FactEntry, FactsFile, parse_timestamp
 from memdiag.stores.layers import LAYERS, layer_from_content, layer_from_metadata
+from memdiag.text import as_first_person, normalize_document, same_value, value_norm
 
 if TYPE_CHECKING:
     from memdiag.extract import Extraction, Extractor
@@ -89,22 +90,6 @@ SUPERSEDED_STATUS = frozenset(
     {"superseded", "outdated", "obsolete", "deprecated", "archived", "deleted", "invalid"}
 )
 
-# Facts-file keys (normalized) that name an extraction field.
-FIELD_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "name": ("name", "full_name", "first_name", "username", "preferred_name", "姓名", "名字"),
-    "birthday": ("birthday", "birth_date", "birthdate", "date_of_birth", "dob", "生日"),
-    "allergy": ("allergy", "allergies", "food_allergy", "food_allergies", "allergic_to", "过敏"),
-    "medical": ("medical", "medical_condition", "condition", "medication", "medications"),
-    "prohibition": ("prohibition", "prohibitions", "never", "dont", "do_not", "禁止"),
-    "timezone": ("timezone", "time_zone", "tz", "时区"),
-    "units": ("units", "unit", "unit_system", "measurement_units", "单位"),
-    "diet": ("diet", "dietary_restriction", "dietary_restrictions", "饮食"),
-    "location": ("location", "city", "home_city", "lives_in", "home", "residence", "住址", "城市"),
-    "job": ("job", "occupation", "profession", "role", "work", "职业", "工作"),
-    "preference": ("preference", "preferences", "likes", "偏好"),
-}
-_FIELD_BY_KEY = {k: f for f, keys in FIELD_SYNONYMS.items() for k in keys}
-_KEY_PREFIX = re.compile(r"^(user|profile|my|the_user|用户)_?")
 
 
 @dataclass(frozen=True)
@@ -178,98 +163,6 @@ def record_timestamp(metadata: Mapping[str, Any] | None) -> datetime | None:
             if ts is not None:
                 return ts
     return None
-
-
-def normalize_document(text: str) -> str:
-    """Text identity for exact duplicates: NFKC, casefold, collapsed spaces, no final period."""
-    t = unicodedata.normalize("NFKC", text).casefold()
-    t = " ".join(t.split())
-    return t.rstrip(" .!。！")
-
-
-def _value_norm(value: str) -> str:
-    t = unicodedata.normalize("NFKC", value).casefold()
-    return " ".join(re.sub(r"[^\w\s+/:-]", " ", t).split())
-
-
-def same_value(a: str, b: str) -> bool:
-    """Whether two values of one field agree ("Mia" ~ "Mia Chen", "UTC+8" ~ "utc+8")."""
-    na, nb = _value_norm(a), _value_norm(b)
-    if not na or not nb:
-        return na == nb
-    if na == nb:
-        return True
-    ta, tb = set(na.split()), set(nb.split())
-    if ta <= tb or tb <= ta:
-        return True
-    # CJK values have no spaces: containment of the shorter string.
-    short, long_ = sorted((na, nb), key=len)
-    return bool(re.search(r"[\u3400-\u9fff]", short)) and short in long_
-
-
-def field_for_key(key: str) -> str:
-    """The extraction field a facts-file or metadata key names (else the normalized key)."""
-    norm = normalize_key(key)
-    if norm in _FIELD_BY_KEY:
-        return _FIELD_BY_KEY[norm]
-    stripped = _KEY_PREFIX.sub("", norm)
-    return _FIELD_BY_KEY.get(stripped, norm)
-
-
-# Memories are usually written about "the user"; the extraction rules read first-person
-# statements, so the subject is rewritten before extracting ("User lives in X" → "I live in X").
-_POSSESSIVE = re.compile(r"\b(?:the )?user's\b", re.IGNORECASE)
-_SUBJECT_VERB = re.compile(
-    r"\b(?:the )?user (is|was|has|does not|doesn't|can't|cannot|never|always|usually|often|"
-    r"also|still|"
-    r"\w+?(?:ies|ches|shes|sses|xes|zes|s))\b",
-    re.IGNORECASE,
-)
-_ADVERB_VERB = re.compile(
-    r"\bI (never|always|usually|often|also|still) (\w+?(?:ies|ches|shes|sses|xes|zes|s))\b"
-)
-_ZH_SUBJECT = re.compile(r"(^|[。！？.!?]\s*)用户(?=的|\S)")
-_FIXED_VERBS = {
-    "is": "am",
-    "was": "was",
-    "has": "have",
-    "does not": "do not",
-    "doesn't": "don't",
-    "can't": "can't",
-    "cannot": "cannot",
-    "never": "never",
-    "always": "always",
-    "usually": "usually",
-    "often": "often",
-    "also": "also",
-    "still": "still",
-}
-
-
-def _first_person_verb(verb: str) -> str:
-    low = verb.lower()
-    if low in _FIXED_VERBS:
-        return _FIXED_VERBS[low]
-    if low.endswith("ies"):
-        return verb[:-3] + "y"
-    if low.endswith(("ches", "shes", "sses", "xes", "zes")):
-        return verb[:-2]
-    if low.endswith("ss"):  # "User is always careless" has no verb ending to strip
-        return verb
-    return verb[:-1]
-
-
-def as_first_person(text: str) -> str:
-    """Rewrite third-person memory text about the user into the first person."""
-    t = text
-    # Cheap substring tests first: this runs once per record of large collections.
-    if "user" in t or "User" in t or "USER" in t:
-        t = _POSSESSIVE.sub(lambda m: "My" if m.start() == 0 else "my", t)
-        t = _SUBJECT_VERB.sub(lambda m: "I " + _first_person_verb(m.group(1)), t)
-        t = _ADVERB_VERB.sub(lambda m: f"I {m.group(1)} {_first_person_verb(m.group(2))}", t)
-    if "用户" in t:
-        t = _ZH_SUBJECT.sub(r"\1我", t)
-    return t
 
 
 def _ids(ids: Iterable[str]) -> tuple[str, ...]:
@@ -713,7 +606,7 @@ def _audit_collection(
             continue
         if facts is not None and not c.multi and by_field.get(c.subject):
             continue  # the facts file has another value: a store disagreement, below
-        strong_groups.setdefault((c.subject, _value_norm(c.value)), []).append(c)
+        strong_groups.setdefault((c.subject, value_norm(c.value)), []).append(c)
     for (subject, _v), group in strong_groups.items():
         where = "no facts file was given" if facts is None else "the facts file lacks it"
         findings.append(

@@ -23,24 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import StoreError
+from memdiag.text import normalize_key
 
 # A facts file is a small profile; anything this big is almost certainly the wrong file.
 MAX_BYTES = 64 * 1024 * 1024
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SEPARATORS = re.compile(r"[\s\-]+|(?<=\w)\.(?=\w)")
-_UNDERSCORES = re.compile(r"_+")
-
-
-def normalize_key(key: str) -> str:
-    """Normalize a fact key so that spellings of one key compare equal.
-
-    ``"User Name"``, ``"user-name"``, ``"user.name"``, ``"userName"`` → ``"user_name"``.
-    """
-    k = _CAMEL.sub("_", key.strip())
-    k = _SEPARATORS.sub("_", k.lower())
-    return _UNDERSCORES.sub("_", k).strip("_")
-
 
 def parse_timestamp(value: Any) -> datetime | None:
     """Parse an ISO-8601 string or an epoch number (seconds, or milliseconds) as aware UTC.

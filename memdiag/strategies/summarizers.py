@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from memdiag.errors import UnavailableError, UsageError
+from memdiag.text import CJK, split_sentences
 
 if TYPE_CHECKING:
     from memdiag.config import LLMSettings, Settings
@@ -70,8 +71,6 @@ def truncate_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str
 
 # --- extractive ------------------------------------------------------------------------------
 
-# a sentence ends at . ! ? followed by space (not "3.5" or "e.g.x"), at CJK 。！？； or a newline
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 _FIRST_PERSON = re.compile(
     r"(?:\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|my|My|me|mine|we|We|our|Our)\b|我)"
 )
@@ -88,21 +87,10 @@ _DATE = re.compile(
 )
 _DATE_HINT = re.compile("[月日号]")
 _CAPITALIZED = re.compile(r"(?<=[\s,(])[A-Z][a-z]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _LINE = re.compile(r"^(user|assistant|tool|system|summary): (.*)$")
 MIN_WORDS = 3  # "Thanks!" and "Sounds good." carry nothing worth keeping
 MIN_CJK_CHARS = 4
 EXACT_RETRIES = 4  # lines left out by the estimate that are re-tried with an exact count
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: split at . ! ? and CJK 。！？； and at newlines."""
-    out = []
-    for part in _BOUNDARY.split(text):
-        s = " ".join(part.split())
-        if s:
-            out.append(s)
-    return out
 
 
 class _Features(NamedTuple):
@@ -167,7 +155,7 @@ class ExtractiveSummarizer:
 
     def score(self, role: str, sentence: str, possible: _Features = ALL_FEATURES) -> int:
         """How informative one sentence is (0: not worth keeping)."""
-        cjk = 0 if sentence.isascii() else len(_CJK.findall(sentence))
+        cjk = 0 if sentence.isascii() else len(CJK.findall(sentence))
         if cjk < MIN_CJK_CHARS and len(sentence.split()) < MIN_WORDS:
             return 0
         score = 0
