@@ -66,7 +66,7 @@ class StoreSettings:
 @dataclass(frozen=True)
 class AuditSettings:
     near_duplicate_threshold: float = 0.95
-    stale_after_days: int | None = None
+    stale_after_days: float | None = None  # None: age alone never makes a record stale
 
 
 @dataclass(frozen=True)
