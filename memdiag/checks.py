@@ -724,7 +724,7 @@ def _audit(settings: Settings) -> Any:
     from memdiag.stores.audit import audit
 
     with LongTermStores.from_settings(settings) as stores:
-        return audit(stores.facts, stores.chroma, stores.collection, settings.audit_settings())
+        return audit(stores.facts, stores.chroma, stores.collection, settings.audit)
 
 
 def _run_indexed(args: tuple[Case, str]) -> CaseResult:

@@ -587,9 +587,7 @@ def inspect_store(
         from memdiag.longterm import LongTermStores
 
         with LongTermStores.from_settings(settings) as stores, count_progress("auditing") as tick:
-            report = audit(
-                stores.facts, stores.chroma, stores.collection, settings.audit_settings(), tick
-            )
+            report = audit(stores.facts, stores.chroma, stores.collection, settings.audit, tick)
         if output is OutputFormat.table:
             from memdiag.render.console import render_audit
 
