@@ -109,49 +109,93 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
     return decode_utf8(read_bytes(path, limit, what), str(path), what)
 
 
+class LimitError(ValueError):
+    """Input beyond a structural limit; ``node`` is the container where it was found."""
+
+    def __init__(self, message: str, node: Any = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 def _parse_int(digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(digits)} digits")
+        raise LimitError(
+            f"an integer of {len(digits.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
+        )
     return int(digits)
 
 
 def _parse_float(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise ValueError(f"number out of range: {clip(text, 20)}")
+        raise LimitError(f"number out of range: {clip(text, 20)}")
     return value
 
 
 def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise LimitError(f"{name} is not valid JSON")
+
+
+# a lone surrogate can only come from a \\u escape (decoded UTF-8 holds none) or a str built
+# from one; text without either needs no fixing (the common case, and a full walk is slow)
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def json_loads(text: str) -> Any:
     """``json.loads`` with limits: ValueError for deep nesting, huge integers, NaN/Infinity.
 
     Lone surrogates (``"\\ud800"``) are replaced by U+FFFD so that no later encode fails.
-    Callers turn ValueError (json.JSONDecodeError is one) into an InputError naming the file.
+    Callers turn ValueError (json.JSONDecodeError is one) into an InputError naming the file;
+    the limits raise :class:`LimitError`.
     """
     try:
         data = json.loads(
             text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
         )
     except RecursionError:
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
-    return sanitize(data)
+        raise LimitError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if _MAYBE_SURROGATE.search(text):
+        return sanitize(data)
+    if text.count("[") + text.count("{") > MAX_DEPTH:  # else it cannot be that deep
+        check_depth(data)
+    return data
 
 
-def sanitize(data: Any) -> Any:
-    """Check nesting depth (≤ MAX_DEPTH) and replace lone surrogates, without recursion."""
+def check_depth(data: Any) -> None:
+    """LimitError when containers nest deeper than MAX_DEPTH (a level-by-level walk)."""
+    level = [data] if isinstance(data, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise LimitError(f"nested deeper than {MAX_DEPTH} levels", level[0])
+        below: list[Any] = []
+        for node in level:
+            values = node.values() if isinstance(node, dict) else node
+            below.extend([v for v in values if isinstance(v, (dict, list))])
+        level = below
+
+
+def sanitize(data: Any, max_nodes: int | None = None) -> Any:
+    """Check nesting depth (≤ MAX_DEPTH) and replace lone surrogates, without recursion.
+
+    ``max_nodes`` bounds the values visited, counting a shared value each time it is reached:
+    YAML aliases can make a small file expand to billions of values ("billion laughs").
+    A cycle (a YAML alias inside itself) ends as too deep. Raises :class:`LimitError`.
+    """
     if isinstance(data, str):
         return _fix_str(data)
     if not isinstance(data, (dict, list)):
         return data
     stack: list[tuple[Any, int]] = [(data, 1)]
+    visited = 0
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+            raise LimitError(f"nested deeper than {MAX_DEPTH} levels", node)
+        visited += len(node)
+        if max_nodes is not None and visited > max_nodes:
+            raise LimitError(f"more than {max_nodes:,} values (aliases expanding?)", node)
         if isinstance(node, dict):
             bad = [k for k in node if isinstance(k, str) and not _clean(k)]
             for k in bad:

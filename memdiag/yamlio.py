@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
 from memdiag.errors import InputError
+from memdiag.fileio import MAX_INT_DIGITS, LimitError, clip, read_text, sanitize
+
+MAX_YAML_BYTES = 16 * 1024 * 1024  # configs, check specs and rules files are small
+YAML_MAX_DEPTH = 100  # PyYAML composes and constructs recursively: stay far from the stack limit
+MAX_YAML_VALUES = 1_000_000  # values after expanding aliases
 
 T = TypeVar("T")
 
@@ -67,30 +73,79 @@ def _loader() -> type:
         out.item_lines = [n.start_mark.line + 1 for n in node.value]
         return out
 
+    def construct_int(loader: Any, node: Any) -> int:
+        if len(str(node.value)) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of {len(node.value)} digits (at most {MAX_INT_DIGITS})",
+                node.start_mark,
+            )
+        return int(yaml.SafeLoader.construct_yaml_int(loader, node))
+
+    def construct_float(loader: Any, node: Any) -> float:
+        value = float(yaml.SafeLoader.construct_yaml_float(loader, node))
+        if math.isinf(value) or math.isnan(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"number out of range: {clip(node.value, 20)}", node.start_mark
+            )
+        return value
+
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", construct_float)
     return Loader
 
 
-def load_yaml(path: str | Path) -> Any:
-    """Load a YAML file with the safe loader; errors are InputError with file and line."""
+def _check_depth(text: str, name: str) -> None:
+    """Refuse nesting deeper than YAML_MAX_DEPTH before composing (PyYAML recurses per level).
+
+    The event parser is a state machine, not recursive, so this walk is safe at any depth.
+    """
     import yaml
 
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such file" if not p.exists() else "not a file", path=str(path))
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > YAML_MAX_DEPTH:
+                raise InputError(
+                    f"nested deeper than {YAML_MAX_DEPTH} levels",
+                    path=name,
+                    line=event.start_mark.line + 1,
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def load_yaml(path: str | Path, what: str = "YAML file") -> Any:
+    """Load a YAML file with the safe loader; errors are InputError with file and line.
+
+    Bounded like every input (:mod:`memdiag.fileio`): a regular file of at most
+    ``MAX_YAML_BYTES``, nesting, integer digits and expanded aliases limited, no infinite
+    numbers, lone surrogates replaced.
+    """
+    import yaml
+
+    name = clip(str(path), 200)
+    text = read_text(path, MAX_YAML_BYTES, what)
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not valid UTF-8", path=str(path)) from None
-    try:
-        return yaml.load(text, Loader=_loader())
+        _check_depth(text, name)
+        data = yaml.load(text, Loader=_loader())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise InputError(f"invalid YAML: {exc.problem or exc}", path=str(path), line=line) from None
+        problem = clip(exc.problem or exc, 160)
+        raise InputError(f"invalid YAML: {problem}", path=name, line=line) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", path=str(path)) from None
+        raise InputError(f"invalid YAML: {clip(exc, 160)}", path=name) from None
+    except RecursionError:  # _check_depth makes this unreachable; kept as a last guard
+        raise InputError(f"nested deeper than {YAML_MAX_DEPTH} levels", path=name) from None
+    try:
+        return sanitize(data, max_nodes=MAX_YAML_VALUES)
+    except LimitError as exc:
+        raise InputError(str(exc), path=name, line=line_of(exc.node)) from None
 
 
 def line_of(obj: Any, key: Any = None) -> int | None:
@@ -102,11 +157,11 @@ def line_of(obj: Any, key: Any = None) -> int | None:
 
 
 def unknown_key_error(key: Any, allowed: list[str], path: str, line: int | None) -> InputError:
-    hint = difflib.get_close_matches(str(key), allowed, n=1)
+    hint = difflib.get_close_matches(str(key)[:100], allowed, n=1)
     suggestion = (
         f" (did you mean {hint[0]!r}?)" if hint else f"; expected one of: {', '.join(allowed)}"
     )
-    return InputError(f"unknown key {key!r}{suggestion}", path=path, line=line)
+    return InputError(f"unknown key {clip(repr(key))}{suggestion}", path=path, line=line)
 
 
 def to_dataclass(cls: type[T], data: Any, path: str, where: str = "") -> T:
@@ -128,7 +183,23 @@ def to_dataclass(cls: type[T], data: Any, path: str, where: str = "") -> T:
             raise unknown_key_error(key, names, path, line)
         label = f"{where}.{key}" if where else str(key)
         kwargs[key] = _coerce(hints[key], value, path, line, label)
-    return cls(**kwargs)
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.name not in kwargs
+        and f.init
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        what = f"{where} " if where else ""
+        raise InputError(f"{what}needs key {missing[0]!r}", path=path, line=line_of(data))
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:  # a dataclass's own checks (__post_init__)
+        raise InputError(
+            f"{where or 'top level'}: {clip(exc, 160)}", path=path, line=line_of(data)
+        ) from None
 
 
 def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any:
@@ -152,7 +223,11 @@ def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any
         if not isinstance(value, list):
             raise InputError(f"{label} must be a list, got {_kind(value)}", path=path, line=line)
         (item,) = typing.get_args(tp)[:1] or (Any,)
-        items = [_coerce(item, v, path, line, label) for v in value]
+        lines = getattr(value, "item_lines", [])
+        items = [
+            _coerce(item, v, path, lines[k] if k < len(lines) else line, f"{label}[{k}]")
+            for k, v in enumerate(value)
+        ]
         return tuple(items) if origin is tuple else items
     if origin is dict:
         if not isinstance(value, dict):

@@ -297,7 +297,7 @@ class ChromaStore:
             docs.extend(page.get("documents") or [None] * n)
             metas.extend(dict(m) if m else {} for m in (page.get("metadatas") or [None] * n))
             if include_embeddings:
-                emb = np.asarray(page["embeddings"], dtype=np.float32)
+                emb = self._page_embeddings(name, page.get("embeddings"), n, matrix)
                 if matrix is None:
                     matrix = np.empty((max(total, n), emb.shape[1]), dtype=np.float32)
                 if offset + n <= matrix.shape[0]:
@@ -317,6 +317,32 @@ class ChromaStore:
             else:
                 matrix = matrix[:offset]
         return CollectionData(name, ids, docs, metas, matrix if include_embeddings else None)
+
+    def _page_embeddings(self, name: str, raw: Any, n: int, matrix: Any) -> np.ndarray:
+        """One page of embeddings as an (n, dim) float32 array; StoreError when the store
+        gives rows of no, ragged or changing dimension (a corrupt store, e.g. a NULL
+        ``collections.dimension``)."""
+        import numpy as np
+
+        try:
+            emb = np.asarray(raw, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise StoreError(
+                f"corrupt store {self.spec}: collection {name!r} has unreadable embeddings "
+                f"({_one_line(e)[:120]})"
+            ) from None
+        dim = None if matrix is None else matrix.shape[1]
+        if (
+            emb.ndim != 2
+            or emb.shape[0] != n
+            or emb.shape[1] == 0
+            or dim not in (None, emb.shape[1])
+        ):
+            raise StoreError(
+                f"corrupt store {self.spec}: collection {name!r} has embeddings of shape "
+                f"{tuple(emb.shape)} for {n} record(s) (is its dimension missing?)"
+            )
+        return emb
 
     def cached_read(self, name: str) -> CollectionData:
         """``read(name)`` with embeddings, memoized: diagnose looks up many facts per store."""

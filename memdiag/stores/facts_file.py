@@ -22,7 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memdiag.errors import StoreError
+from memdiag.errors import InputError, StoreError
+from memdiag.fileio import clip, json_loads, read_bytes, sanitize
 from memdiag.text import normalize_key
 
 # A facts file is a small profile; anything this big is almost certainly the wrong file.
@@ -37,10 +38,10 @@ def parse_timestamp(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        seconds = float(value)
-        if seconds > 1e11:  # epoch milliseconds: 1e11 s would be the year 5138
-            seconds /= 1000.0
         try:
+            seconds = float(value)  # OverflowError for a 400-digit integer
+            if seconds > 1e11:  # epoch milliseconds: 1e11 s would be the year 5138
+                seconds /= 1000.0
             return datetime.fromtimestamp(seconds, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):
             return None
@@ -133,19 +134,12 @@ def _current(entries: list[FactEntry]) -> FactEntry:
 
 def load_facts_file(path: str | Path) -> FactsFile:
     """Read and validate a JSON facts file; raise ``StoreError`` naming the position or key."""
-    p = Path(path)
-    name = str(path)
+    name = clip(str(path), 200)
     try:
-        if p.is_dir():
-            raise StoreError("is a directory, expected a JSON facts file", path=name)
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            raise StoreError(f"{size} bytes is too large for a facts file", path=name)
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise StoreError("no such facts file", path=name) from None
-    except OSError as e:
-        raise StoreError(f"cannot read facts file: {e.strerror or e}", path=name) from None
+        raw = read_bytes(path, MAX_BYTES, "JSON facts file")
+    except InputError as e:
+        message = "no such facts file" if e.message == "no such file" else e.message
+        raise StoreError(message, path=e.path) from None
     if not raw.strip():
         raise StoreError("facts file is empty; expected a JSON object or list", path=name)
     if b"\x00" in raw:
@@ -153,15 +147,18 @@ def load_facts_file(path: str | Path) -> FactsFile:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise StoreError(f"not UTF-8 text (bad byte at offset {e.start})", path=name) from None
+        line = raw[: e.start].count(b"\n") + 1
+        raise StoreError(
+            f"not UTF-8 text (bad byte at offset {e.start})", path=name, line=line
+        ) from None
     try:
-        data = json.loads(text)
+        data = json_loads(text)
     except json.JSONDecodeError as e:
         err = StoreError(f"{name}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
         err.path, err.line = name, e.lineno
         raise err from None
-    except RecursionError:
-        raise StoreError("JSON nested too deeply", path=name) from None
+    except ValueError as e:  # beyond a limit: depth, digits, 1e400, NaN
+        raise StoreError(str(e), path=name) from None
 
     if isinstance(data, dict):
         return _from_object(name, text, data)
@@ -196,7 +193,8 @@ def _value_text(name: str, key: str, v: Any, line: int | None) -> str:
         return ", ".join(_scalar_text(x) or "" for x in v)
     kind = "null" if v is None else type(v).__name__
     raise StoreError(
-        f"key {key!r}: value is {kind}; expected a string, number, boolean or a list of them",
+        f"key {clip(repr(key))}: value is {kind}; expected a string, number, boolean "
+        "or a list of them",
         path=name,
         line=line,
     )
@@ -232,10 +230,11 @@ def _object_items(text: str, i: int) -> Iterator[tuple[str, Any, int]]:
         return
     while True:
         key, i = _DECODER.raw_decode(text, _skip(text, i))
+        key = sanitize(key)  # the validated parse fixed these; this re-read must too
         i = _skip(text, i) + 1  # past ":"
         start = _skip(text, i)
         value, i = _DECODER.raw_decode(text, start)
-        yield key, value, start
+        yield key, sanitize(value), start
         i = _skip(text, i)
         if text[i] == "}":
             return
@@ -250,7 +249,7 @@ def _array_items(text: str, i: int) -> Iterator[tuple[Any, int]]:
     while True:
         start = _skip(text, i)
         value, i = _DECODER.raw_decode(text, start)
-        yield value, start
+        yield sanitize(value), start
         i = _skip(text, i)
         if text[i] == "]":
             return
@@ -308,14 +307,16 @@ def _from_records(name: str, text: str, data: list[Any]) -> FactsFile:
                 line=line,
             )
         if "value" not in item:
-            raise StoreError(f'record {n} (key {key!r}): missing "value"', path=name, line=line)
+            raise StoreError(
+                f'record {n} (key {clip(repr(key))}): missing "value"', path=name, line=line
+            )
         value = _value_text(name, key, item["value"], line)
         updated = item.get("updated_at")
         if updated is not None:
             if parse_timestamp(updated) is None:
                 raise StoreError(
-                    f"record {n} (key {key!r}): updated_at {updated!r} is not an ISO-8601 time "
-                    "or an epoch number",
+                    f"record {n} (key {clip(repr(key))}): updated_at {clip(repr(updated))} "
+                    "is not an ISO-8601 time or an epoch number",
                     path=name,
                     line=line,
                 )
@@ -323,7 +324,7 @@ def _from_records(name: str, text: str, data: list[Any]) -> FactsFile:
         source = item.get("source")
         if source is not None and not isinstance(source, str):
             raise StoreError(
-                f"record {n} (key {key!r}): source must be a string", path=name, line=line
+                f"record {n} (key {clip(repr(key))}): source must be a string", path=name, line=line
             )
         found.append(FactEntry(key, normalize_key(key), value, updated, source, line))
     return _assemble(name, "records", found)

@@ -44,6 +44,8 @@ def tool_call_text(tool_calls: tuple[dict[str, Any], ...]) -> str:
     parts = []
     for call in tool_calls:
         fn = call.get("function", call)
+        if not isinstance(fn, dict):  # readers refuse this shape; never fail while counting
+            fn = {"name": str(fn)}
         args = fn.get("arguments", fn.get("input", ""))
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False, sort_keys=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.fileio import LimitError, decode_utf8, json_loads, read_bytes
 from memdiag.transcript.blocks import text_of
 from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
 
@@ -58,32 +59,22 @@ class Source:
 
 def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     """Read a file as one JSON document or as JSON Lines; errors name file and line."""
-    p = Path(path)
     name = str(path)
-    if not p.exists():
-        raise InputError("no such file", path=name)
-    if p.is_dir():
-        raise InputError("is a directory, expected a transcript file", path=name)
-    if p.stat().st_size > MAX_BYTES:
-        raise InputError("file larger than 2 GiB", path=name)
-    data = p.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise InputError("binary file (NUL bytes), expected UTF-8 JSON or JSON Lines", path=name)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x})", path=name, line=line
-        ) from None
+    text = decode_utf8(
+        read_bytes(path, MAX_BYTES, "transcript"), name, "UTF-8 JSON or JSON Lines transcript"
+    )
     if not text.strip():
         raise InputError("empty file, expected JSON Lines with one message per line", path=name)
     stripped = text.lstrip()
     if stripped[0] in "[{":
         # one JSON document (a JSON array, or an object spread over several lines)?
         try:
-            doc = json.loads(text)
+            doc = json_loads(text)
         except json.JSONDecodeError:
+            doc = None
+        except LimitError as exc:  # valid JSON beyond a limit: no use reading it as lines
+            if "\n" in text.strip():
+                raise InputError(str(exc), path=name) from None
             doc = None
         else:
             if isinstance(doc, list):
@@ -96,13 +87,17 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
         if not raw.strip():
             continue
         try:
-            source.records.append((lineno, json.loads(raw)))
-        except json.JSONDecodeError as exc:
-            message = f"invalid JSON at column {exc.colno}: {exc.msg}"
+            source.records.append((lineno, json_loads(raw)))
+        except ValueError as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                message = f"invalid JSON at column {exc.colno}: {exc.msg}"
+                short = f"invalid JSON ({exc.msg})"
+            else:
+                message = short = str(exc)
             if not skip_invalid:
                 raise InputError(message, path=name, line=lineno) from None
             source.skipped += 1
-            source.warnings.append(f"{name}:{lineno}: skipped: invalid JSON ({exc.msg})")
+            source.warnings.append(f"{name}:{lineno}: skipped: {short}")
             source.problems.append(ReadProblem(message, lineno))
     return source
 
@@ -125,7 +120,7 @@ _SEPARATORS = re.compile(r"[\s,]*")
 def _array_element_lines(path: str) -> list[int]:
     """The line where each element of a top-level JSON array starts ([] if it can't be told)."""
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        text = decode_utf8(read_bytes(path, MAX_BYTES), path)
         decoder = json.JSONDecoder()
         pos = text.index("[") + 1
         lines: list[int] = []
@@ -139,7 +134,7 @@ def _array_element_lines(path: str) -> list[int]:
             counted = pos
             lines.append(line)
             _, pos = decoder.raw_decode(text, pos)
-    except (OSError, ValueError):
+    except (InputError, ValueError):
         return []
 
 
@@ -225,6 +220,31 @@ def checked_text(content: Any) -> tuple[str, dict[str, Any]]:
     return text_of(content)
 
 
+def check_tool_calls(calls: Any, field: str = "tool_calls") -> None:
+    """Reject tool calls whose ``function`` is not an object (``{"function": "lookup"}``) or
+    whose id, name or arguments have the wrong type; the error names the path of the value."""
+    for k, call in enumerate(calls):
+        where = f"{field}[{k}]"
+        if not isinstance(call, dict):
+            raise ValueError(f"field '{where}' must be an object, got {type(call).__name__}")
+        call_id = call.get("id")
+        if call_id is not None and (
+            isinstance(call_id, bool) or not isinstance(call_id, (str, int))
+        ):
+            raise ValueError(f"field '{where}.id' must be a string, got {type(call_id).__name__}")
+        fn = call.get("function", call)
+        if not isinstance(fn, dict):
+            raise ValueError(
+                f"field '{where}.function' must be an object with 'name' and 'arguments', "
+                f"got {type(fn).__name__}"
+            )
+        if fn is not call:
+            where += ".function"
+        name = fn.get("name")
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f"field '{where}.name' must be a string, got {type(name).__name__}")
+
+
 def openai_tool_call(call_id: str | None, name: Any, arguments: Any) -> dict[str, Any]:
     # the shape of OpenAI tool calls, which the rest of memdiag reads (blocks.tool_call_text)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
@@ -269,6 +289,7 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
                 for b in uses
             ),
         ]
+    check_tool_calls(tool_calls)
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from memdiag.stores.facts_file import FactEntry, parse_timestamp
@@ -48,3 +48,15 @@ def fmt_time(ts: datetime | None) -> str:
 def fact_id(e: FactEntry, current: bool = True) -> str:
     """``facts:KEY`` for a current value, ``facts:KEY@LINE`` for an older one."""
     return f"facts:{e.key}" if current or e.line is None else f"facts:{e.key}@{e.line}"
+
+
+def stale_cutoff(now: datetime, stale_after_days: float) -> datetime | None:
+    """``now`` minus the days, or None when that is before any date (nothing is that old);
+    a huge negative number of days makes everything older (``--stale-after-days 1000000``
+    overflowed ``datetime``)."""
+    try:
+        return now - timedelta(days=stale_after_days)
+    except OverflowError:
+        if stale_after_days > 0:
+            return None
+        return datetime.max.replace(tzinfo=timezone.utc)

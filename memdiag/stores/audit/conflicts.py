@@ -4,11 +4,11 @@ and (optionally) records older than ``stale_after_days``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memdiag.stores.audit.claims import SubjectValues
-from memdiag.stores.audit.common import fmt_time, unique_ids
+from memdiag.stores.audit.common import fmt_time, stale_cutoff, unique_ids
 from memdiag.stores.audit.report import SEVERITY, Finding
 
 if TYPE_CHECKING:
@@ -109,7 +109,9 @@ def aged_findings(
     """stale: records older than ``stale_after_days`` (None: age alone is never stale)."""
     if stale_after_days is None:
         return []
-    limit = now - timedelta(days=stale_after_days)
+    limit = stale_cutoff(now, stale_after_days)
+    if limit is None:
+        return []
     already = set(marked)  # built once: `in set(marked)` per record was O(records × marked)
     aged = [i for i, ts in enumerate(stamps) if ts is not None and ts < limit and i not in already]
     if not aged:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from memdiag.stores.audit.claims import Claim, cluster_values
-from memdiag.stores.audit.common import fact_id, fmt_time, unique_ids
+from memdiag.stores.audit.common import fact_id, fmt_time, stale_cutoff, unique_ids
 from memdiag.stores.audit.report import Finding
 from memdiag.stores.facts_file import FactsFile
 from memdiag.text import same_value
@@ -73,7 +73,9 @@ def aged_facts(facts: FactsFile, stale_after_days: float | None, now: datetime) 
     """stale: current values not updated for more than ``stale_after_days`` (None: never)."""
     if stale_after_days is None:
         return []
-    limit = now - timedelta(days=stale_after_days)
+    limit = stale_cutoff(now, stale_after_days)
+    if limit is None:
+        return []
     old = [e for e in facts.entries if e.timestamp is not None and e.timestamp < limit]
     if not old:
         return []

@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from memdiag.transcript.model import ROLES, RawItem, RawMessage, RawSession
-from memdiag.transcript.source import Elements, Source, checked_text, openai_tool_call, path_str
+from memdiag.transcript.source import (
+    Elements,
+    Source,
+    check_tool_calls,
+    checked_text,
+    openai_tool_call,
+    path_str,
+)
 
 name = "langchain"
 
@@ -90,6 +97,7 @@ def _message(obj: Any, line: int) -> RawMessage:
             for b in meta.get("blocks", [])
             if b.get("type") == "tool_use"
         ]
+    check_tool_calls(tool_calls, "data.tool_calls")
     for key in _KEPT:
         if data.get(key):
             meta = {**meta, key: data[key]}

@@ -3,12 +3,11 @@ is one session, named by its `id` (s1, s2, ... without one)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.source import Elements, Source, openai_tool_call
+from memdiag.transcript.source import Elements, Source, json_loads, openai_tool_call
 
 name = "sharegpt"
 
@@ -32,8 +31,8 @@ _ROLES = {
 def _calls(value: str, sid: str, k: int) -> list[dict[str, Any]]:
     """The tool calls of a `function_call` turn (JSON `{"name", "arguments"}` or a list)."""
     try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
+        parsed = json_loads(value)
+    except ValueError:  # not JSON, or beyond the reader's limits: plain text, not a call
         return []
     calls = parsed if isinstance(parsed, list) else [parsed]
     if not calls or not all(isinstance(c, dict) and "name" in c for c in calls):
