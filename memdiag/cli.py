@@ -376,10 +376,9 @@ def replay(
         memory = ("", 0)
         if settings.store.facts_file:
             # the profile layer is injected whole at every session start: it takes window room
-            from memdiag.longterm import LongTermStores
+            from memdiag.stores.open import profile_memory
 
-            profile = LongTermStores.open(settings.store.facts_file, None, None)
-            memory = profile.profile_section(settings)
+            memory = profile_memory(settings)
         n = len(t.turns) * (3 if settings.strategy == "all" else 1)
         with progress_bar(n, "replaying") as advance:
             report = run(t, settings, fact or (), progress=advance, memory=memory)
@@ -456,8 +455,8 @@ def diagnose(
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
-        from memdiag.diagnose import LAYERS, failures_from, failures_from_probes
-        from memdiag.diagnose import diagnose as run_diagnose
+        from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
+        from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
 
         layers = [x.strip() for x in fail_on.split(",") if x.strip()] if fail_on else []
@@ -499,7 +498,7 @@ def diagnose(
                 stderr().print(f"{left_out} QA item(s) without an answer (adversarial) left out")
         else:
             failures = failures_from(t, fact or (), at)
-        from memdiag.longterm import LongTermStores
+        from memdiag.stores.open import LongTermStores
 
         with (
             LongTermStores.from_settings(settings) as stores,
@@ -583,7 +582,7 @@ def inspect_store(
         )
         if not (settings.store.facts_file or settings.store.chroma):
             raise UsageError("nothing to inspect: pass --facts-file FILE and/or --chroma PATH|URL")
-        from memdiag.longterm import LongTermStores
+        from memdiag.stores.open import LongTermStores
 
         with LongTermStores.from_settings(settings) as stores, count_progress("auditing") as tick:
             report = audit(

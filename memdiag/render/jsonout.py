@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from memdiag.diagnosis.verdicts import Diagnosis
 from memdiag.replay import FactSurvival, StrategyReplay, TurnRecord
 
 
@@ -74,35 +75,11 @@ def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
             )
 
 
-def diagnosis_json(d: Any) -> dict[str, Any]:
-    from memdiag.diagnose import Diagnosis
-
-    assert isinstance(d, Diagnosis)
-    return {
-        "fact": d.fact,
-        "at_turn": d.at_turn,
-        "session": d.session,
-        "marker_id": d.marker_id,
-        "verdict": d.verdict,
-        "layer": d.layer,
-        "flags": d.flags,
-        "evidence": [
-            {
-                "id": e.id,
-                "turn": e.turn,
-                "session": e.session,
-                "text": e.text,
-                "score": e.score,
-                "method": e.method,
-            }
-            for e in d.evidence
-        ],
-        "details": d.details,
-        "fixes": d.fixes,
-    }
+def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
+    return d.to_dict()
 
 
-def diagnose_json(transcript: str, diagnoses: Sequence[Any]) -> dict[str, Any]:
+def diagnose_json(transcript: str, diagnoses: Sequence[Diagnosis]) -> dict[str, Any]:
     return {"transcript": transcript, "diagnoses": [diagnosis_json(d) for d in diagnoses]}
 
 
