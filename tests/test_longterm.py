@@ -70,9 +70,7 @@ def test_each_vector_store_verdict(agent_store):
     assert ds[6].verdict == "in_context" and _lt(ds[6]).retrieval.rank == 1
     assert ds[7].verdict == "long_term_stale"
     stale = _lt(ds[7]).retrieval.contradicting
-    assert [(s.id, s.field, s.value) for s in stale] == [
-        ("mem-home-old", "location", "berlin")
-    ]
+    assert [(s.id, s.field, s.value) for s in stale] == [("mem-home-old", "location", "berlin")]
     assert ds[8].verdict == "in_context" and _lt(ds[8]).retrieval.rank == 2
     assert ds[9].verdict == "long_term_not_written"
     assert {d.layer for t, d in ds.items() if t != 6 and t != 8} == {"long_term"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,8 +12,12 @@ from rich.table import Table
 from rich.text import Text
 
 from memdiag.diagnosis.verdicts import Details, Diagnosis
-from memdiag.render import gaps_text, plain
+from memdiag.render.common import gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
+
+if TYPE_CHECKING:
+    from memdiag.checks import CheckReport
+    from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
 
@@ -257,11 +262,8 @@ def _clip(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def render_checks(console: Console, report: object) -> None:
+def render_checks(console: Console, report: CheckReport) -> None:
     """`memdiag check`: one line per case (✓/✗), each failure explained under its case."""
-    from memdiag.checks import CheckReport
-
-    assert isinstance(report, CheckReport)
     for case in report.cases:
         line = Text()
         if case.passed:
@@ -288,11 +290,8 @@ def render_checks(console: Console, report: object) -> None:
 SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
 
 
-def render_audit(console: Console, report: object) -> None:
+def render_audit(console: Console, report: AuditReport) -> None:
     """Stores, layer counts and findings of `memdiag inspect-store`."""
-    from memdiag.stores.audit import AuditReport
-
-    assert isinstance(report, AuditReport)
     stores = Table(title="Stores", title_justify="left")
     for col in ("store", "what", "size", "details"):
         stores.add_column(col, overflow="fold")

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
-from memdiag.render import atomic_open, gaps_text, plain
+from memdiag.render.common import atomic_open, gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 SECTION_COLORS = {

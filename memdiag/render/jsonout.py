@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
 from memdiag.replay import FactSurvival, StrategyReplay, TurnRecord
+
+if TYPE_CHECKING:
+    from memdiag.checks import CaseResult, CheckReport
 
 
 def dumps(obj: Any) -> str:
@@ -83,15 +86,12 @@ def diagnose_json(transcript: str, diagnoses: Sequence[Diagnosis]) -> dict[str, 
     return {"transcript": transcript, "diagnoses": [diagnosis_json(d) for d in diagnoses]}
 
 
-def check_case_json(case: Any) -> dict[str, Any]:
+def check_case_json(case: CaseResult) -> dict[str, Any]:
     """One case of `check --format json` (also one line of `--format jsonl`).
 
     Durations are left out on purpose: the document is then byte-identical between runs and
     between `--jobs` values, so CI can diff it; JUnit carries the timings.
     """
-    from memdiag.checks import CaseResult
-
-    assert isinstance(case, CaseResult)
     return {
         "name": case.name,
         "passed": case.passed,
@@ -102,11 +102,8 @@ def check_case_json(case: Any) -> dict[str, Any]:
     }
 
 
-def check_json(report: Any) -> dict[str, Any]:
+def check_json(report: CheckReport) -> dict[str, Any]:
     """`check --format json` (SPEC §5): ``{"cases": [...], "passed", "failed"}``."""
-    from memdiag.checks import CheckReport
-
-    assert isinstance(report, CheckReport)
     return {
         "spec": report.spec,
         "cases": [check_case_json(c) for c in report.cases],
