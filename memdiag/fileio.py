@@ -239,6 +239,7 @@ def check_output_path(path: str | Path) -> Path:
         parent = out.parent
         if parent.exists() and not parent.is_dir():
             raise InputError("parent is not a directory", path=name) from None
+        _check_writable(parent, name)
         return out
     except OSError as exc:
         if exc.errno == errno.ENOTDIR:
@@ -248,7 +249,17 @@ def check_output_path(path: str | Path) -> Path:
         raise InputError("is a directory; give a file name to write", path=name)
     if not stat.S_ISREG(st.st_mode):
         raise InputError("not a regular file; refusing to replace it", path=name)
+    _check_writable(out.parent, name)
     return out
+
+
+def _check_writable(folder: Path, name: str) -> None:
+    """The nearest existing folder must take a new file (the temporary one goes there)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError("permission denied writing", path=name)
 
 
 def _new_file_mode(out: Path) -> int:

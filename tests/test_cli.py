@@ -295,10 +295,10 @@ def test_long_replay_lists_first_and_last_changes_only(tmp_path):
     assert "more turns with changes" not in r.stdout
 
 
-def test_atomic_open_keeps_the_old_file_when_writing_fails(tmp_path):
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
     import pytest
 
-    from memdiag.render.common import atomic_open
+    from memdiag.fileio import atomic_write as atomic_open
 
     out = tmp_path / "sub" / "report.xml"
     with atomic_open(out) as fp:
@@ -307,7 +307,7 @@ def test_atomic_open_keeps_the_old_file_when_writing_fails(tmp_path):
         fp.write("half")
         raise RuntimeError("boom")
     assert out.read_text() == "first"
-    assert not (tmp_path / "sub" / "report.xml.tmp").exists()
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["report.xml"]
 
 
 def test_option_groups_expand_into_each_command_that_shares_them():

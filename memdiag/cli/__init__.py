@@ -35,6 +35,7 @@ from memdiag.cli.options import (
     settings_from,
 )
 from memdiag.errors import MemdiagError
+from memdiag.fileio import atomic_write, check_output_path, clip
 from memdiag.render import OutputFormat
 
 if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
@@ -61,8 +62,6 @@ _state = {"debug": False}
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    from rich.markup import escape
-
     stderr().print(f"[red bold]memdiag:[/] {escape(message)}")
     raise typer.Exit(code)
 
@@ -91,14 +90,30 @@ def errors() -> Iterator[None]:
         with os.fdopen(fd, "w") as fp:
             traceback.print_exc(file=fp)
         _fail(
-            f"internal error: {type(exc).__name__}: {exc} (traceback: {path}; --debug shows it)", 3
+            f"internal error: {type(exc).__name__}: {clip(exc, 200)} "
+            f"(traceback: {path}; --debug shows it)",
+            3,
         )
 
 
-def stderr() -> Console:
-    from rich.console import Console
+def escape(text: str) -> str:
+    """Text from input, printed literally: no Rich markup, no terminal escape sequences."""
+    from memdiag.render.literal import literal
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return literal(text)
+
+
+def outputs(*paths: Path | None) -> None:
+    """Refuse an output path that cannot take a file before any work starts (exit 2)."""
+    for path in paths:
+        if path is not None:
+            check_output_path(path)
+
+
+def stderr() -> Console:
+    from memdiag.render.literal import LiteralConsole
+
+    return LiteralConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 @contextmanager
@@ -133,8 +148,8 @@ def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcri
 
     transcript = load(path, fmt, skip_invalid=skip_invalid)
     err = stderr()
-    for w in transcript.warnings[:20]:
-        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    for w in transcript.warnings[:20]:  # they quote the input: literal text, clipped
+        err.print(f"[yellow]warning:[/] {escape(clip(w, 300))}", highlight=False)
     if transcript.skipped:
         err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
     return transcript
@@ -208,6 +223,7 @@ def replay(
     section, and when each tracked fact left the window (and by which mechanism).
     """
     with errors():
+        outputs(html)
         from memdiag.errors import UsageError
         from memdiag.replay import run
         from memdiag.stores.open import profile_memory
@@ -280,6 +296,7 @@ def diagnose(
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
+        outputs(html)
         from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
@@ -400,17 +417,19 @@ def convert(
 ) -> None:
     """Convert any supported transcript format to canonical JSONL."""
     with errors():
+        outputs(out)
         from memdiag.transcript.writer import write_canonical
 
         t = load_transcript(source, input_format, skip_invalid)
         if out is None:
             write_canonical(t, sys.stdout)
             return
-        from memdiag.render.common import atomic_open
-
-        with atomic_open(out) as fp:  # never leave a half-written file behind
+        with atomic_write(out) as fp:  # never leave a half-written file behind
             write_canonical(t, fp)
-        stderr().print(f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}")
+        stderr().print(
+            f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}",
+            markup=False,
+        )
 
 
 @app.command(
@@ -450,6 +469,7 @@ def check(
     """
     code = 0
     with errors():
+        outputs(junit)
         from memdiag.checks import check as run_checks
 
         with progress("checking", min_total=2) as tick:

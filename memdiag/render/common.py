@@ -1,32 +1,12 @@
-"""Helpers the renderers share: atomic report files and plain text of nested values."""
+"""Helpers the renderers share: plain text of nested values (report files are written with
+:func:`memdiag.fileio.atomic_write`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memdiag.replay import FactSurvival
-
-
-@contextmanager
-def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open ``path`` for writing so that it appears whole or not at all.
-
-    Writes go to ``PATH.tmp``, which replaces ``path`` only when the block succeeds (a CI step
-    never reads a half-written report); on failure the temporary file is removed.
-    """
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        with tmp.open(mode, encoding=None if "b" in mode else "utf-8") as fp:
-            yield fp
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def plain(value: object, list_sep: str = ", ") -> str:

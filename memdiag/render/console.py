@@ -222,7 +222,7 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         console.print(
             Panel(
                 body,
-                title=f"[bold]forgot “{escape(d.fact)}” at {where}[/]",
+                title=f"[bold]forgot “{escape(d.fact)}” at {escape(where)}[/]",
                 title_align="left",
                 border_style=style,
             )

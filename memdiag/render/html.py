@@ -11,7 +11,8 @@ from html import escape
 from typing import Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
-from memdiag.render.common import atomic_open, gaps_text, plain
+from memdiag.fileio import atomic_write
+from memdiag.render.common import gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 SECTION_COLORS = {
@@ -168,5 +169,5 @@ def diagnose_html(transcript: str, diagnoses: Sequence[Diagnosis]) -> str:
 
 def write_html(path: str, text: str) -> None:
     """Write a report atomically (a partial file is never left behind)."""
-    with atomic_open(path) as fp:
+    with atomic_write(path) as fp:
         fp.write(text)

@@ -76,10 +76,10 @@ def junit_xml(report: CheckReport) -> ET.ElementTree:
 
 def write_junit(report: CheckReport, path: Path) -> None:
     """Write the JUnit file atomically (a CI step never reads a half-written report)."""
-    from memdiag.render.common import atomic_open
+    from memdiag.fileio import atomic_write
 
-    # atomic_open also creates the folder: `--junit build/report.xml` on a clean tree
-    with atomic_open(path, "wb") as fp:
+    # atomic_write also creates the folder: `--junit build/report.xml` on a clean tree
+    with atomic_write(path, "wb") as fp:
         junit_xml(report).write(fp, encoding="utf-8", xml_declaration=True)
 
 
