@@ -8,7 +8,8 @@ tiktoken's own cache (``TIKTOKEN_CACHE_DIR``) is tried first, as tiktoken docume
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -87,17 +88,25 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 
     if name not in BUNDLED:
         try:
-            return tiktoken.get_encoding(name)
+            with _offline():
+                return tiktoken.get_encoding(name)
+        except _WouldDownload:
+            raise UsageError(
+                f"encoding {name!r} is not bundled with memdiag and not in tiktoken's cache; "
+                "memdiag does not download it (no network, SPEC §10): use o200k_base or "
+                "cl100k_base, or put it in TIKTOKEN_CACHE_DIR"
+            ) from None
         except ValueError:
             raise UsageError(
-                f"unknown encoding {name!r}; choose one of: {', '.join(sorted(BUNDLED))}"
+                f"unknown encoding {name[:80]!r}; choose one of: {', '.join(sorted(BUNDLED))}"
             ) from None
         except Exception as exc:
-            raise InputError(f"cannot load encoding {name!r}: {exc}") from None
+            raise InputError(f"cannot load encoding {name[:80]!r}: {exc}") from None
     cache = os.environ.get("TIKTOKEN_CACHE_DIR")
     if cache:
         try:
-            return tiktoken.get_encoding(name)
+            with _offline():
+                return tiktoken.get_encoding(name)
         except Exception:
             pass  # fall back to the bundled ranks below
     from tiktoken.load import load_tiktoken_bpe
@@ -114,6 +123,29 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(
         name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens
     )
+
+
+class _WouldDownload(Exception):
+    pass
+
+
+@contextmanager
+def _offline() -> Iterator[None]:
+    """tiktoken with its cache only: a rank file it would download raises _WouldDownload."""
+    import tiktoken.load
+
+    real = tiktoken.load.read_file
+
+    def read_file(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise _WouldDownload(blobpath)
+        return real(blobpath)
+
+    tiktoken.load.read_file = read_file
+    try:
+        yield
+    finally:
+        tiktoken.load.read_file = real
 
 
 def _spec_without_ranks(spec_fn: Callable[[], dict[str, object]]) -> dict[str, object]:

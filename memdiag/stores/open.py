@@ -85,18 +85,31 @@ class LongTermStores:
     def injected_profile(
         self, counter: TokenCounter, max_tokens: int
     ) -> tuple[list[FactEntry], int]:
-        """Facts-file entries that fit the injection budget, in file order, and their tokens."""
+        """Facts-file entries that fit the injection budget, in file order, and their tokens.
+
+        The longest prefix of the entries whose rendered profile costs at most ``max_tokens``.
+        Counting every prefix was quadratic (4.1 s at 1,000 keys, 40 s at 4,000); the cost
+        only grows with the prefix, so the whole profile is counted once and, when it does
+        not fit, the cut is found by bisection: O(N log N) tokens counted.
+        """
         if self.facts is None:
             return [], 0
-        kept: list[FactEntry] = []
-        tokens = 0
-        for entry in self.facts.entries:
-            cost = counter.section_cost(render_profile([*kept, entry]))
-            if cost > max_tokens:
-                break
-            kept.append(entry)
-            tokens = cost
-        return kept, tokens
+        entries = list(self.facts.entries)
+
+        def cost(n: int) -> int:
+            return counter.section_cost(render_profile(entries[:n]))
+
+        whole = cost(len(entries))
+        if whole <= max_tokens:
+            return entries, whole
+        fits, over = 0, len(entries)  # cost(fits) <= max_tokens < cost(over)
+        while over - fits > 1:
+            mid = (fits + over) // 2
+            if cost(mid) <= max_tokens:
+                fits = mid
+            else:
+                over = mid
+        return entries[:fits], cost(fits)
 
     def profile_section(self, settings: Settings) -> tuple[str, int]:
         """The profile text injected at every session start, and its tokens in the window."""
