@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+SHOWN_CHARS = 80  # how much of an input value an error message quotes
+MAX_MESSAGE = 600  # a whole error line, path included: input quoted whole never floods a log
+
+
+def clip(value: object, limit: int = SHOWN_CHARS) -> str:
+    """Short form of input text for an error line: one line, at most ``limit`` characters and
+    a count of the rest."""
+    text = " ".join(str(value).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
 
 class MemdiagError(Exception):
-    """Base class for expected failures: one clear line, no traceback."""
+    """Base class for expected failures: one clear line, no traceback.
+
+    ``str()`` is always one line of at most MAX_MESSAGE characters, whatever a message quotes.
+    """
 
     exit_code = 3
+
+    def __str__(self) -> str:
+        return clip(super().__str__(), MAX_MESSAGE)
 
 
 class InputError(MemdiagError):

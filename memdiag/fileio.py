@@ -21,20 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from memdiag.errors import InputError
+from memdiag.errors import InputError, clip
 
 MAX_DEPTH = 200  # JSON/YAML nesting; real transcripts, configs and stores stay far below
 MAX_INT_DIGITS = 4300  # Python's own int-parsing limit (sys.get_int_max_str_digits)
-SHOWN_CHARS = 80  # how much of an input value an error message quotes
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, always lone (JSON joins real pairs)
-
-
-def clip(value: object, limit: int = SHOWN_CHARS) -> str:
-    """``repr``-free short form of input text for an error line: one line, at most ``limit``."""
-    text = " ".join(str(value).split())
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _os_error(exc: OSError, name: str, doing: str) -> InputError:

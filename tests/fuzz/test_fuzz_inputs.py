@@ -225,7 +225,7 @@ def test_fuzz_rules_files(data: bytes, by_flag: bool) -> None:
 
 NUMBERS = st.one_of(
     st.integers(-(2**64), 2**64).map(str),
-    st.sampled_from(["0", "-1", "9" * 30, "9" * 5000, "1e400", "nan", "", "abc"]),
+    st.sampled_from(["0", "-1", "9" * 30, "9" * 5000, "1e400", "nan", "", "abc", "[bold", "[/]"]),
 )
 FLAG_VALUES = {
     "--budget": NUMBERS,
