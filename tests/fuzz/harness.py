@@ -170,8 +170,11 @@ def run_process(
 ) -> Outcome:
     """memdiag ``argv`` in a fresh interpreter (for stores: a crash in native code would take
     pytest down with it), checked like :func:`run_cli`."""
+    tmp = folder / ".tmp"  # memdiag's temporary store copies go here and must be gone after
+    tmp.mkdir(exist_ok=True)
     before = digest(folder)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
+    env["TMPDIR"] = str(tmp)
     proc = subprocess.run(
         [sys.executable, "-m", "memdiag", *argv],
         cwd=folder,
