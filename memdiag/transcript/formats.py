@@ -142,14 +142,44 @@ def detect_format(source: Source) -> str:
     )
 
 
-def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False) -> Transcript:
-    """Load a transcript in any supported format (auto-detected unless ``fmt`` is given)."""
+def load(
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    skip_invalid: bool = False,
+    select: str | None = None,
+) -> Transcript:
+    """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
+
+    ``select`` picks one conversation of a file that holds several (a chat export, an SDK
+    session database): its id or title, or ``all``.
+    """
     _ensure_importers()
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    source = read_source(path, skip_invalid)
-    name = fmt or detect_format(source)
-    items = list(FORMATS[name].read(source, skip_invalid))
+    # formats read from a path rather than JSON (an SQLite database)
+    by_path = [
+        f for f in FORMATS.values() if hasattr(f, "read_path") and (fmt in (None, f.name))
+    ]
+    chosen = next((f for f in by_path if fmt or f.detect_path(path)), None)
+    if chosen is not None:
+        source, items = chosen.read_path(path, skip_invalid, select)
+        name = chosen.name
+    else:
+        source = read_source(path, skip_invalid)
+        name = fmt or detect_format(source)
+        reader = FORMATS[name]
+        if hasattr(reader, "select_flag"):
+            items = list(reader.read(source, skip_invalid, select=select))
+        elif select is not None:
+            from memdiag.errors import UsageError
+
+            raise UsageError(
+                f"--session/--conversation apply to files that hold several conversations "
+                f"(chat exports, Agents SDK databases), not to the {name} format"
+            )
+        else:
+            items = list(reader.read(source, skip_invalid))
     if not any(isinstance(i, RawMessage) for i in items):
         raise InputError("no messages found", path=source.path)
     return build(
@@ -163,6 +193,7 @@ def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False
 
 def _ensure_importers() -> None:
     # importers register further formats on import; kept out of module import time
+    import memdiag.transcript.formats_new  # noqa: F401
     import memdiag.transcript.importers  # noqa: F401
 
 

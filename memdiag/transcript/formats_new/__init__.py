@@ -1,0 +1,15 @@
+"""Readers of the formats that agents and chat apps really record (issue 10): OpenAI Responses
+items, the Agents SDK's SQLite sessions, ChatGPT and Claude.ai data exports, LangGraph state.
+Standalone until the formats registry of issue 9 lands; each module registers its format here.
+"""
+
+from __future__ import annotations
+
+from memdiag.transcript.formats import register
+from memdiag.transcript.formats_new.agents_sqlite import OpenAIAgentsSQLite
+from memdiag.transcript.formats_new.chatgpt import ChatGPTExport
+from memdiag.transcript.formats_new.responses import OpenAIResponses
+
+register(OpenAIResponses())
+register(OpenAIAgentsSQLite())
+register(ChatGPTExport())
