@@ -85,11 +85,27 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval.",
+        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude.",
     ),
 ]
 SkipInvalidOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
+]
+SessionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--session",
+        help="Agents SDK database: the session to read (all: every one); without it, "
+        "the sessions are listed.",
+    ),
+]
+ConversationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--conversation",
+        help="ChatGPT/Claude export: the conversation to read, by id or title (all: every "
+        "one); without it, the conversations are listed.",
+    ),
 ]
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
@@ -272,10 +288,20 @@ def settings_from(config: Path | None, **flags: Any) -> Settings:
     return load_settings(config).with_overrides(**flags).validate()
 
 
-def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
+def load_transcript(
+    path: Path,
+    fmt: str | None,
+    skip_invalid: bool,
+    session: str | None = None,
+    conversation: str | None = None,
+) -> Transcript:
+    from memdiag.errors import UsageError
     from memdiag.transcript import load
 
-    transcript = load(path, fmt, skip_invalid=skip_invalid)
+    if session is not None and conversation is not None:
+        raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
+    select = session if session is not None else conversation
+    transcript = load(path, fmt, skip_invalid=skip_invalid, select=select)
     err = stderr()
     for w in transcript.warnings[:20]:
         err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
@@ -310,7 +336,8 @@ def main_callback(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
         "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
-        "  memdiag replay chat.jsonl --format json > replay.json"
+        "  memdiag replay chat.jsonl --format json > replay.json\n\n"
+        "  memdiag replay agent.db --session mia-trip --fact 'allergic to peanuts'"
     )
 )
 def replay(
@@ -336,6 +363,8 @@ def replay(
     config: ConfigOpt = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Replay a transcript through simulated context windows, turn by turn.
 
@@ -367,7 +396,7 @@ def replay(
                 "store.facts_file": str(facts_file) if facts_file else None,
             },
         )
-        t = load_transcript(transcript, input_format, skip_invalid)
+        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
         if not t.turns:
             stderr().print(
                 "[yellow]warning:[/] no user messages, so no turn to replay "
@@ -450,6 +479,8 @@ def diagnose(
     config: ConfigOpt = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Say which memory layer lost a fact, with the evidence chain and the fix.
 
@@ -488,7 +519,7 @@ def diagnose(
                 "store.top_k": top_k,
             },
         )
-        t = load_transcript(transcript, input_format, skip_invalid)
+        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
         if probes:
             if fact or at is not None:
                 raise UsageError(
@@ -609,7 +640,9 @@ def inspect_store(
     epilog=(
         "Examples:\n\n"
         "  memdiag convert locomo10.json -o conv.jsonl\n\n"
-        "  memdiag convert chats.json --from sharegpt > chats.jsonl"
+        "  memdiag convert chats.json --from sharegpt > chats.jsonl\n\n"
+        "  memdiag convert agent.db --session mia-trip > trip.jsonl\n\n"
+        "  memdiag convert conversations.json --conversation 'Lisbon trip' > lisbon.jsonl"
     )
 )
 def convert(
@@ -619,12 +652,14 @@ def convert(
     ] = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Convert any supported transcript format to canonical JSONL."""
     with errors():
         from memdiag.transcript.writer import write_canonical
 
-        t = load_transcript(source, input_format, skip_invalid)
+        t = load_transcript(source, input_format, skip_invalid, session, conversation)
         if out is None:
             write_canonical(t, sys.stdout)
             return

@@ -193,8 +193,8 @@ def load(
 
 def _ensure_importers() -> None:
     # importers register further formats on import; kept out of module import time
-    import memdiag.transcript.formats_new  # noqa: F401
     import memdiag.transcript.importers  # noqa: F401
+    import memdiag.transcript.formats_new  # noqa: F401  (after importers: replaces langchain)
 
 
 # --- helpers shared by readers ------------------------------------------------------------

@@ -8,8 +8,12 @@ from __future__ import annotations
 from memdiag.transcript.formats import register
 from memdiag.transcript.formats_new.agents_sqlite import OpenAIAgentsSQLite
 from memdiag.transcript.formats_new.chatgpt import ChatGPTExport
+from memdiag.transcript.formats_new.claude import ClaudeExport
+from memdiag.transcript.formats_new.langchain import LangChain
 from memdiag.transcript.formats_new.responses import OpenAIResponses
 
 register(OpenAIResponses())
 register(OpenAIAgentsSQLite())
 register(ChatGPTExport())
+register(ClaudeExport())
+register(LangChain())  # replaces the older reader of importers.py

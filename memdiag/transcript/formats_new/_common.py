@@ -21,12 +21,13 @@ class Choice:
     title: str = ""
     messages: int = 0
     ts: str | None = None
+    unit: str = "message"
 
     def line(self) -> str:
         parts = [self.id]
         if self.title:
             parts.append(repr(self.title))
-        parts.append(f"{self.messages} message{'s' if self.messages != 1 else ''}")
+        parts.append(f"{self.messages} {self.unit}{'s' if self.messages != 1 else ''}")
         if self.ts:
             parts.append(self.ts)
         return "  " + "  ".join(parts)
@@ -38,8 +39,10 @@ class ChoiceNeeded(InputError):
     def __init__(self, path: str, what: str, flag: str, choices: Sequence[Choice]) -> None:
         self.choices = tuple(choices)
         listing = "\n".join(c.line() for c in self.choices)
+        how = "ID or title" if any(c.title for c in self.choices) else "ID"
         super().__init__(
-            f"holds {len(self.choices)} {what}s; choose one with {flag} ID (or title):\n{listing}",
+            f"holds {len(self.choices)} {what}s; choose one with {flag} {how} "
+            f"(or {flag} all):\n{listing}",
             path=path,
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,12 @@ class OpenAIAgentsSQLite:
     name = "openai_agents"
     select_flag = "--session"
 
+    def detect(self, source: Source) -> bool:
+        return False  # a parsed JSON source is never an SQLite file (see detect_path)
+
+    def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+        raise InputError("not an SQLite file (expected an Agents SDK session database)", path=source.path)
+
     def detect_path(self, path: str | Path) -> bool:
         return is_sqlite(path)
 
@@ -100,7 +107,7 @@ class OpenAIAgentsSQLite:
         if not by_session:
             raise InputError(f"table {table!r} holds no session items", path=name)
         choices = [
-            Choice(sid, "", len(r), _sqlite_ts(r[0][2])) for sid, r in by_session.items()
+            Choice(sid, "", len(r), _sqlite_ts(r[0][2]), unit="item") for sid, r in by_session.items()
         ]
         if select == "all":
             chosen = list(by_session)

@@ -75,7 +75,7 @@ def current_branch(conv: dict[str, Any], where: str) -> _Path:
     leaf = conv.get("current_node")
     if not isinstance(leaf, str):
         raise _Bad(f"{where}.current_node", "missing (the id of the node the app shows)")
-    if leaf not in mapping:
+    if leaf not in mapping:  # str, checked above
         raise _Bad(f"{where}.current_node", f"no node {leaf!r} in mapping")
     path = _Path()
     seen: set[str] = set()
@@ -179,7 +179,7 @@ class _Reader:
             raise _Bad(at, f"expected an object, got {type(msg).__name__}")
         author = msg.get("author")
         role = author.get("role") if isinstance(author, dict) else None
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise _Bad(f"{at}.author.role", f"unknown role {role!r}; expected user, assistant, system or tool")
         name = author.get("name") if isinstance(author, dict) else None
         kind, text, blocks = _content(f"{at}.content", msg.get("content"))

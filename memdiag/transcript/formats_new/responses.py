@@ -91,7 +91,7 @@ def is_responses_item(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
     kind = obj.get("type")
-    if kind in ITEM_TYPES and kind != "message":
+    if isinstance(kind, str) and kind in ITEM_TYPES and kind != "message":
         return True
     content = obj.get("content")
     return (
@@ -168,7 +168,7 @@ class _Reader:
 
     def message(self, it: Item, obj: dict[str, Any]) -> RawMessage:
         role = obj.get("role")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise _Bad(
                 key(it.where, "role"),
                 f"unknown role {role!r}; expected user, assistant, system or developer",
@@ -197,7 +197,7 @@ class _Reader:
             if not isinstance(block, dict):
                 raise _Bad(f"{where}[{k}]", f"expected a block object, got {type(block).__name__}")
             kind = block.get("type")
-            if kind in TEXT_BLOCKS:
+            if isinstance(kind, str) and kind in TEXT_BLOCKS:
                 text = block.get("text")
                 if not isinstance(text, str):
                     raise _Bad(f"{where}[{k}].text", "missing (a string)")
@@ -246,7 +246,7 @@ class _Reader:
             call_id = obj.get("id")  # its `id` names the call it answers
         if not isinstance(call_id, str) or not call_id:
             raise _Bad(key(it.where, "call_id"), f"missing (the call that this {kind} answers)")
-        if call_id not in self.open_calls:
+        if call_id not in self.open_calls:  # str, checked above
             raise _Bad(
                 key(it.where, "call_id"),
                 f"no earlier call with call_id {call_id!r} (a tool output needs its call)",
