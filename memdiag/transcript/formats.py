@@ -97,12 +97,13 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     if not text.strip():
         raise InputError("empty file, expected JSON Lines with one message per line", path=name)
     stripped = text.lstrip()
+    doc_error: json.JSONDecodeError | None = None
     if stripped[0] in "[{":
         # one JSON document (a JSON array, or an object spread over several lines)?
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError:
-            doc = None
+        except json.JSONDecodeError as exc:
+            doc, doc_error = None, exc
         else:
             if isinstance(doc, list):
                 first_line = text[: len(text) - len(stripped)].count("\n") + 1
@@ -118,6 +119,15 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
         try:
             records.append((lineno, json.loads(raw)))
         except json.JSONDecodeError as exc:
+            if doc_error is not None and not records:
+                # not JSON Lines either: one document that is cut short or broken (an export)
+                cut = doc_error.pos >= len(text.rstrip()) or doc_error.msg.startswith("Unterm")
+                ends = " (the file ends there: truncated?)" if cut else ""
+                raise InputError(
+                    f"invalid JSON at column {doc_error.colno}: {doc_error.msg}{ends}",
+                    path=name,
+                    line=doc_error.lineno,
+                ) from None
             if skip_invalid:
                 skipped += 1
                 warnings.append(f"{name}:{lineno}: skipped: invalid JSON ({exc.msg})")
@@ -158,8 +168,8 @@ def load(
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     # formats read from a path rather than JSON (an SQLite database)
-    by_path = [
-        f for f in FORMATS.values() if hasattr(f, "read_path") and (fmt in (None, f.name))
+    by_path: list[Any] = [
+        f for f in FORMATS.values() if hasattr(f, "read_path") and fmt in (None, f.name)
     ]
     chosen = next((f for f in by_path if fmt or f.detect_path(path)), None)
     if chosen is not None:
@@ -168,8 +178,8 @@ def load(
     else:
         source = read_source(path, skip_invalid)
         name = fmt or detect_format(source)
-        reader = FORMATS[name]
-        if hasattr(reader, "select_flag"):
+        reader: Any = FORMATS[name]
+        if hasattr(reader, "select_flag"):  # a file of several conversations: choose one
             items = list(reader.read(source, skip_invalid, select=select))
         elif select is not None:
             from memdiag.errors import UsageError
@@ -193,8 +203,8 @@ def load(
 
 def _ensure_importers() -> None:
     # importers register further formats on import; kept out of module import time
+    import memdiag.transcript.formats_new
     import memdiag.transcript.importers  # noqa: F401
-    import memdiag.transcript.formats_new  # noqa: F401  (after importers: replaces langchain)
 
 
 # --- helpers shared by readers ------------------------------------------------------------

@@ -5,6 +5,9 @@ Standalone until the formats registry of issue 9 lands; each module registers it
 
 from __future__ import annotations
 
+# the older readers register first: langchain below replaces theirs, and the order of
+# FORMATS (the order of detection at equal priority) stays the same however this is imported
+import memdiag.transcript.importers  # noqa: F401
 from memdiag.transcript.formats import register
 from memdiag.transcript.formats_new.agents_sqlite import OpenAIAgentsSQLite
 from memdiag.transcript.formats_new.chatgpt import ChatGPTExport

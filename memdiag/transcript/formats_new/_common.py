@@ -36,26 +36,22 @@ class Choice:
 class ChoiceNeeded(InputError):
     """A file holds several conversations and none was chosen: exit 2 with the list."""
 
-    def __init__(self, path: str, what: str, flag: str, choices: Sequence[Choice]) -> None:
+    def __init__(self, path: str, head: str, flag: str, choices: Sequence[Choice]) -> None:
         self.choices = tuple(choices)
         listing = "\n".join(c.line() for c in self.choices)
         how = "ID or title" if any(c.title for c in self.choices) else "ID"
         super().__init__(
-            f"holds {len(self.choices)} {what}s; choose one with {flag} {how} "
-            f"(or {flag} all):\n{listing}",
-            path=path,
+            f"{head}; choose one with {flag} {how} (or {flag} all):\n{listing}", path=path
         )
 
 
-def choose(
-    path: str, what: str, flag: str, choices: Sequence[Choice], select: str | None
-) -> int | None:
+def choose(path: str, what: str, flag: str, choices: Sequence[Choice], select: str | None) -> int:
     """The index of the chosen conversation: by id, then by exact title, then by a unique
-    case-insensitive title prefix. None: the file holds one (take it). Raises ChoiceNeeded."""
+    case-insensitive title prefix; the only one when there is one. Raises ChoiceNeeded."""
     if select is None:
         if len(choices) == 1:
             return 0
-        raise ChoiceNeeded(path, what, flag, choices)
+        raise ChoiceNeeded(path, f"holds {len(choices)} {what}s", flag, choices)
     for k, c in enumerate(choices):
         if c.id == select:
             return k
@@ -66,11 +62,14 @@ def choose(
     if len(titled) == 1:
         return titled[0]
     if len(titled) > 1:
-        raise ChoiceNeeded(path, f"{what} titled {select!r}", flag, [choices[k] for k in titled])
-    raise ChoiceNeeded(path, f"{what} but none is {select!r}; it", flag, choices)
+        head = f"{len(titled)} {what}s match {select!r}"
+        raise ChoiceNeeded(path, head, flag, [choices[k] for k in titled])
+    raise ChoiceNeeded(path, f"no {what} is {select!r} among {len(choices)}", flag, choices)
 
 
-def bad(source: Source, skip_invalid: bool, where: str, message: str, line: int | None = None) -> None:
+def bad(
+    source: Source, skip_invalid: bool, where: str, message: str, line: int | None = None
+) -> None:
     """An error at a JSON path inside the file (`[3].mapping.ab12.message.content: ...`);
     with --skip-invalid it is counted and reported instead."""
     text = f"{where}: {message}" if where else message

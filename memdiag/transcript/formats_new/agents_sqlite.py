@@ -33,8 +33,12 @@ def is_sqlite(path: str | Path) -> bool:
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    # read-only: never touch a user's store (no journal, no schema creation)
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    """Open read-only, leaving no file behind: the SDK's files are in WAL mode, where even a
+    read-only connection creates `-wal` and `-shm` files. Without a `-wal` file the database
+    file holds everything, so it is opened immutable; with one (the agent may be running),
+    read-only through the WAL that is already there."""
+    wal = Path(path + "-wal").exists()
+    uri = Path(path).resolve().as_uri() + ("?mode=ro" if wal else "?immutable=1")
     try:
         return sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
@@ -77,7 +81,9 @@ class OpenAIAgentsSQLite:
         return False  # a parsed JSON source is never an SQLite file (see detect_path)
 
     def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
-        raise InputError("not an SQLite file (expected an Agents SDK session database)", path=source.path)
+        raise InputError(
+            "not an SQLite file (expected an Agents SDK session database)", path=source.path
+        )
 
     def detect_path(self, path: str | Path) -> bool:
         return is_sqlite(path)
@@ -87,15 +93,16 @@ class OpenAIAgentsSQLite:
     ) -> tuple[Source, list[RawItem]]:
         name = str(path)
         if not is_sqlite(path):
-            raise InputError("not an SQLite file (expected an Agents SDK session database)", path=name)
+            raise InputError(
+                "not an SQLite file (expected an Agents SDK session database)", path=name
+            )
         source = Source(name, [], is_jsonl=False)
         conn = _connect(name)
         try:
             table = _messages_table(conn, name)
             try:
                 rows = conn.execute(
-                    f'SELECT id, session_id, message_data, created_at FROM "{table}" '
-                    "ORDER BY id"
+                    f'SELECT id, session_id, message_data, created_at FROM "{table}" ORDER BY id'
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise InputError(f"cannot read table {table!r}: {exc}", path=name) from None
@@ -107,13 +114,14 @@ class OpenAIAgentsSQLite:
         if not by_session:
             raise InputError(f"table {table!r} holds no session items", path=name)
         choices = [
-            Choice(sid, "", len(r), _sqlite_ts(r[0][2]), unit="item") for sid, r in by_session.items()
+            Choice(sid, "", len(r), _sqlite_ts(r[0][2]), unit="item")
+            for sid, r in by_session.items()
         ]
         if select == "all":
             chosen = list(by_session)
         else:
             k = choose(name, "session", self.select_flag, choices, select)
-            chosen = [choices[k if k is not None else 0].id]
+            chosen = [choices[k].id]
         items: list[RawItem] = []
         for sid in chosen:
             parsed: list[Item] = []

@@ -86,7 +86,9 @@ def current_branch(conv: dict[str, Any], where: str) -> _Path:
         seen.add(node_id)
         node = mapping[node_id]
         if not isinstance(node, dict):
-            raise _Bad(f"{where}.mapping.{node_id}", f"expected a node object, got {type(node).__name__}")
+            raise _Bad(
+                f"{where}.mapping.{node_id}", f"expected a node object, got {type(node).__name__}"
+            )
         path.nodes.append((node_id, node))
         parent = node.get("parent")
         if parent is not None and (not isinstance(parent, str) or parent not in mapping):
@@ -113,7 +115,9 @@ def _parts_text(where: str, parts: Any) -> tuple[str, list[Any]]:
         elif isinstance(part, dict):
             blocks.append(drop_nulls(part))
         else:
-            raise _Bad(f"{where}.parts[{k}]", f"expected a string or an object, got {type(part).__name__}")
+            raise _Bad(
+                f"{where}.parts[{k}]", f"expected a string or an object, got {type(part).__name__}"
+            )
     return "\n".join(texts), blocks
 
 
@@ -180,10 +184,13 @@ class _Reader:
         author = msg.get("author")
         role = author.get("role") if isinstance(author, dict) else None
         if not isinstance(role, str) or role not in ROLES:
-            raise _Bad(f"{at}.author.role", f"unknown role {role!r}; expected user, assistant, system or tool")
+            raise _Bad(
+                f"{at}.author.role",
+                f"unknown role {role!r}; expected user, assistant, system or tool",
+            )
         name = author.get("name") if isinstance(author, dict) else None
         kind, text, blocks = _content(f"{at}.content", msg.get("content"))
-        meta_in = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+        meta_in: dict[str, Any] = msg["metadata"] if isinstance(msg.get("metadata"), dict) else {}
         hidden = bool(meta_in.get("is_visually_hidden_from_conversation"))
         if kind in REASONING:
             self.reasoning.extend(blocks)
@@ -202,7 +209,7 @@ class _Reader:
             "model_editable_context",
         ):
             role = "system"  # instructions and memories the app gives the model
-        mid = msg.get("id") if isinstance(msg.get("id"), str) and msg["id"] else node_id
+        mid: str = msg["id"] if isinstance(msg.get("id"), str) and msg["id"] else node_id
         raw = RawMessage(
             ROLES[role],
             text,
@@ -255,21 +262,30 @@ class ChatGPTExport:
             except _Bad:
                 count = 0
             title = conv.get("title") if isinstance(conv.get("title"), str) else ""
-            out.append(Choice(_conv_id(conv, n), title or "", count, iso_time(conv.get("create_time"))))
+            out.append(
+                Choice(_conv_id(conv, n), title or "", count, iso_time(conv.get("create_time")))
+            )
         return out
 
-    def read(self, source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+    def read(
+        self, source: Source, skip_invalid: bool, select: str | None = None
+    ) -> Iterator[RawItem]:
         convs = _conversations(source)
         choices = self.choices(source)
         if select == "all":
             picked = list(range(len(convs)))
         else:
             k = choose(source.path, "conversation", self.select_flag, choices, select)
-            picked = [k if k is not None else 0]
+            picked = [k]
         for n in picked:
             where, conv = convs[n]
             if not isinstance(conv, dict):
-                bad(source, skip_invalid, where, f"expected a conversation object, got {type(conv).__name__}")
+                bad(
+                    source,
+                    skip_invalid,
+                    where,
+                    f"expected a conversation object, got {type(conv).__name__}",
+                )
                 continue
             try:
                 path = current_branch(conv, where)

@@ -174,11 +174,13 @@ class _Message:
                 None,
             )
             if match is None:
-                raise _Bad(where, f"tool_result {wanted or b.get('name')!r} has no tool_use before it")
+                raise _Bad(
+                    where, f"tool_result {wanted or b.get('name')!r} has no tool_use before it"
+                )
             self.open_calls.remove(match)
             if self.calls or self.texts:
                 self.piece()
-            meta = {"is_error": True} if b.get("is_error") else {}
+            meta: dict[str, Any] = {"is_error": True} if b.get("is_error") else {}
             content = b.get("content")
             if isinstance(content, list):
                 meta["blocks"] = [_clean(x) for x in content if isinstance(x, dict)]
@@ -211,7 +213,9 @@ def read_message(where: str, msg: Any, line: int) -> list[RawMessage]:
     sender = msg.get("sender")
     role = SENDERS.get(sender) if isinstance(sender, str) else None
     if role is None:
-        raise _Bad(f"{where}.sender", f"unknown sender {msg.get('sender')!r}; expected human or assistant")
+        raise _Bad(
+            f"{where}.sender", f"unknown sender {msg.get('sender')!r}; expected human or assistant"
+        )
     m = _Message(uuid, role, iso_time(msg.get("created_at")), line)
     content = msg.get("content")
     if isinstance(content, list) and content:
@@ -269,18 +273,25 @@ class ClaudeExport:
             out.append(Choice(cid, name or "", count, iso_time(conv.get("created_at"))))
         return out
 
-    def read(self, source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+    def read(
+        self, source: Source, skip_invalid: bool, select: str | None = None
+    ) -> Iterator[RawItem]:
         convs = _conversations(source)
         choices = self.choices(source)
         if select == "all":
             picked = list(range(len(convs)))
         else:
             k = choose(source.path, "conversation", self.select_flag, choices, select)
-            picked = [k if k is not None else 0]
+            picked = [k]
         for n in picked:
             where, conv = convs[n]
             if not isinstance(conv, dict):
-                bad(source, skip_invalid, where, f"expected a conversation object, got {type(conv).__name__}")
+                bad(
+                    source,
+                    skip_invalid,
+                    where,
+                    f"expected a conversation object, got {type(conv).__name__}",
+                )
                 continue
             try:
                 path, elsewhere = branch(conv, where)

@@ -101,8 +101,11 @@ def _messages_of(doc: Any) -> tuple[str, Any] | None:
 
 
 def _thread_id(doc: dict[str, Any]) -> str | None:
-    for holder in (doc, doc.get("checkpoint"), doc.get("config", {}).get("configurable")
-                   if isinstance(doc.get("config"), dict) else None):
+    for holder in (
+        doc,
+        doc.get("checkpoint"),
+        doc.get("config", {}).get("configurable") if isinstance(doc.get("config"), dict) else None,
+    ):
         if isinstance(holder, dict) and isinstance(holder.get("thread_id"), str):
             return str(holder["thread_id"])
     return None
@@ -125,7 +128,9 @@ def _conversations(source: Source) -> list[_Conversation]:
     doc = source.records[0][1] if source.records else None
     if isinstance(doc, list) and doc and all(isinstance(el, list) for el in doc):
         return [
-            _Conversation(f"[{k}]", k + 1, f"s{k + 1}", [(f"[{k}][{j}]", k + 1, m) for j, m in enumerate(el)])
+            _Conversation(
+                f"[{k}]", k + 1, f"s{k + 1}", [(f"[{k}][{j}]", k + 1, m) for j, m in enumerate(el)]
+            )
             for k, el in enumerate(doc)
         ]
     if isinstance(doc, list) and doc and _messages_of(doc[0]) is not None:

@@ -119,9 +119,12 @@ class _Reader:
         items = list(items)
         for it in items:
             obj = it.value
-            if isinstance(obj, dict) and obj.get("type") != "item_reference":
-                if isinstance(obj.get("id"), str):
-                    self.known_ids.add(obj["id"])
+            if (
+                isinstance(obj, dict)
+                and obj.get("type") != "item_reference"
+                and isinstance(obj.get("id"), str)
+            ):
+                self.known_ids.add(obj["id"])
         for it in items:
             try:
                 self.item(it)
@@ -190,7 +193,9 @@ class _Reader:
         if isinstance(content, str):
             return content, []
         if not isinstance(content, list):
-            raise _Bad(where, f"expected a string or a list of blocks, got {type(content).__name__}")
+            raise _Bad(
+                where, f"expected a string or a list of blocks, got {type(content).__name__}"
+            )
         texts: list[str] = []
         other: list[Any] = []
         for k, block in enumerate(content):
@@ -237,7 +242,9 @@ class _Reader:
             self.attach_meta(self.calls)
         self.calls.tool_calls = (*self.calls.tool_calls, call)
         items = self.calls.metadata.setdefault("items", [])
-        items.append({"type": kind, **({"id": obj["id"]} if isinstance(obj.get("id"), str) else {})})
+        items.append(
+            {"type": kind, **({"id": obj["id"]} if isinstance(obj.get("id"), str) else {})}
+        )
         self.open_calls.add(call_id)
 
     def output(self, it: Item, obj: dict[str, Any], kind: str) -> None:
