@@ -218,8 +218,8 @@ def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
             value = {k: v for k, v in value.items() if k != "tool_calls"}
         if value not in (None, False, {}, []):
             meta[name] = value
-    if data.get("status") == "error":
-        meta["status"] = "error"
+    if isinstance(data.get("status"), str) and data["status"]:
+        meta["status"] = data["status"]  # a tool message's success / error
     return RawMessage(
         role=role,
         content=text,
