@@ -609,3 +609,29 @@ def test_cli_select_on_a_plain_transcript_is_a_usage_error(tmp_path: Path) -> No
     assert result.exit_code == 2 and "--session/--conversation" in result.stderr
     result = runner.invoke(app, ["convert", str(CHATGPT), "--session", "a", "--conversation", "b"])
     assert result.exit_code == 2 and "not both" in result.stderr
+
+
+# --- null-filled fields of the OpenAI and Anthropic SDK dumps ------------------------------
+
+SDK_DUMPS = FORMATS / "sdk_dumps"
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"), [("chat_completions.json", "openai"), ("anthropic_messages.json", "anthropic")]
+)
+def test_sdk_dump_nulls_are_not_copied(tmp_path: Path, name: str, fmt: str) -> None:
+    path = SDK_DUMPS / name
+    assert "null" in path.read_text()
+    t = load(path)
+    assert t.format == fmt
+    assert roles(t) == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert_tool_pairs(t)
+    out = tmp_path / "out.jsonl"
+    with out.open("w", encoding="utf-8") as fp:
+        write_canonical(t, fp)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(no_nulls(r) for r in records)
+    for key in ("refusal", "audio", "function_call", "stop_sequence", "container"):
+        assert all(key not in r for r in records)
+    if fmt == "anthropic":  # what the provider reported stays
+        assert records[2]["usage"] == {"input_tokens": 40, "output_tokens": 9}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memdiag.errors import InputError
-from memdiag.transcript.blocks import text_of
+from memdiag.transcript.blocks import drop_nulls, text_of
 from memdiag.transcript.model import (
     ROLES,
     RawItem,
@@ -271,7 +271,8 @@ def message_from_dict(
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
-    extra = {k: v for k, v in obj.items() if k not in MESSAGE_FIELDS}
+    # SDK dumps fill optional fields with null (refusal, audio, usage details): not copied
+    extra = {k: drop_nulls(v) for k, v in obj.items() if k not in MESSAGE_FIELDS and v is not None}
     if extra:
         meta = {**meta, **extra}
     return RawMessage(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.transcript.blocks import drop_nulls as drop_nulls  # re-exported
 from memdiag.transcript.formats import Source
 
 
@@ -79,16 +80,6 @@ def bad(
         source.warnings.append(f"{at}: skipped: {text}")
         return
     raise InputError(text, path=source.path, line=line)
-
-
-def drop_nulls(value: Any) -> Any:
-    """A copy without null-valued keys, recursively: SDK dumps (`model_dump()`) fill every
-    optional field with null (refusal, audio, logprobs, ...), which say nothing."""
-    if isinstance(value, dict):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [drop_nulls(v) for v in value]
-    return value
 
 
 def iso_time(value: Any) -> str | None:
