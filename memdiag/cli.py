@@ -284,8 +284,9 @@ def count_progress(
 
 def settings_from(config: Path | None, **flags: Any) -> Settings:
     from memdiag.config import load_settings
+    from memdiag.strategies import validate_settings
 
-    return load_settings(config).with_overrides(**flags).validate()
+    return validate_settings(load_settings(config).with_overrides(**flags))
 
 
 def load_transcript(

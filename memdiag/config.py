@@ -127,19 +127,10 @@ class Settings:
         return StoreAuditSettings(**values)
 
     def validate(self) -> Settings:
-        from memdiag.strategies import STRATEGIES
-
+        """Check the values the schema alone can judge; names of strategies and summarizers are
+        checked by their registries (``memdiag.strategies.validate_settings``)."""
         if self.budget is not None and self.budget <= 0:
             raise UsageError(f"budget must be a positive number of tokens, got {self.budget}")
-        if self.strategy != "all" and self.strategy not in STRATEGIES:
-            raise UsageError(
-                f"unknown strategy {self.strategy!r}; choose one of: {', '.join(STRATEGIES)}, all"
-            )
-        if self.summary.summarizer not in ("extractive", "recorded", "llm"):
-            raise UsageError(
-                f"unknown summarizer {self.summary.summarizer!r}; "
-                "choose one of: extractive, recorded, llm"
-            )
         if self.sliding_window.max_turns is not None and self.sliding_window.max_turns < 1:
             raise UsageError("max_turns must be at least 1")
         if self.store.top_k < 1:

@@ -20,10 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from memdiag.transcript.blocks import text_of
-from memdiag.transcript.formats import Source
-from memdiag.transcript.formats_new._common import bad, drop_nulls
 from memdiag.transcript.model import ROLES, RawItem, RawMessage, RawSession
+from memdiag.transcript.source import PathError as _Bad
+from memdiag.transcript.source import Source, bad_at, checked_text, drop_nulls
 
 TYPES = {
     "human": "user",
@@ -53,13 +52,6 @@ KEPT = (
     "example",
 )
 REASONING_BLOCKS = {"reasoning", "thinking", "redacted_thinking"}
-
-
-class _Bad(Exception):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where = where
-        self.message = message
 
 
 def _lc_class(obj: dict[str, Any]) -> str | None:
@@ -188,7 +180,7 @@ def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
             if isinstance(b, dict) and not isinstance(b.get("type", ""), str):
                 raise _Bad(f"{at}content[{k}].type", "must be a string")
     try:
-        text, meta = text_of(content)
+        text, meta = checked_text(content)
     except ValueError as exc:
         raise _Bad(f"{at}content", str(exc)) from None
     blocks = meta.pop("blocks", [])
@@ -245,37 +237,35 @@ def _opt(data: dict[str, Any], name: str, at: str) -> str | None:
     return str(value)
 
 
-class LangChain:
-    """LangChain message dumps and LangGraph state (see the module docstring)."""
+name = "langchain"
 
-    name = "langchain"
-    # before openai and anthropic, which take any `{"messages": [...]}`
-    priority = 12
 
-    def detect(self, source: Source) -> bool:
-        if not source.records:
-            return False
-        first = source.records[0][1]
-        found = _messages_of(first[0] if isinstance(first, list) and first else first)
-        if found is not None:
-            messages = found[1]
-            return bool(messages) and is_message(messages[0])
-        if isinstance(first, list) and first and isinstance(first[0], list):
-            first = first[0]
-        if isinstance(first, list):
-            return bool(first) and is_message(first[0])
-        return is_message(first)
+def detect(source: Source) -> bool:
+    """Asked before openai and anthropic, which take any `{"messages": [...]}`."""
+    if not source.records:
+        return False
+    first = source.records[0][1]
+    found = _messages_of(first[0] if isinstance(first, list) and first else first)
+    if found is not None:
+        messages = found[1]
+        return bool(messages) and is_message(messages[0])
+    if isinstance(first, list) and first and isinstance(first[0], list):
+        first = first[0]
+    if isinstance(first, list):
+        return bool(first) and is_message(first[0])
+    return is_message(first)
 
-    def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
-        for conv in _conversations(source):
-            if conv.session is not None:
-                yield RawSession(conv.session, conv.line)
-            for where, line, msg in conv.messages:
-                jsonl_line = line if source.is_jsonl else None
-                try:
-                    raw = read_message(where, msg, line)
-                except _Bad as exc:
-                    bad(source, skip_invalid, exc.where, exc.message, jsonl_line)
-                    continue
-                if raw is not None:
-                    yield raw
+
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    for conv in _conversations(source):
+        if conv.session is not None:
+            yield RawSession(conv.session, conv.line)
+        for where, line, msg in conv.messages:
+            jsonl_line = line if source.is_jsonl else None
+            try:
+                raw = read_message(where, msg, line)
+            except _Bad as exc:
+                bad_at(source, skip_invalid, exc.where, exc.message, jsonl_line)
+                continue
+            if raw is not None:
+                yield raw

@@ -1,7 +1,7 @@
-"""OpenAI Responses API items (SPEC §2): what `responses.create` takes as `input` and returns as
-`output`, what `result.to_input_list()` and the Agents SDK's sessions store.
-
-A JSON array of items, or one item per line. Items become canonical messages:
+"""OpenAI Responses API items → raw messages, shared by the `openai_responses` format (items
+in JSON) and the `openai_agents` format (items in an Agents SDK SQLite session): what
+`responses.create` takes as `input` and returns as `output`, what `result.to_input_list()` and
+the Agents SDK's sessions store. Items become canonical messages:
 
 - `message` items (and bare `{"role", "content"}` ones): text blocks count; images and files stay
   metadata; a `refusal` block is what the assistant said, so it counts as text.
@@ -21,13 +21,14 @@ Errors name the item by its place (`[7].call_id: ...`), or its line in JSON Line
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdiag.transcript.formats import Source
-from memdiag.transcript.formats_new._common import bad, drop_nulls, key
-from memdiag.transcript.model import RawItem, RawMessage
+from memdiag.transcript.model import RawMessage
+from memdiag.transcript.source import PathError as _Bad
+from memdiag.transcript.source import Source, bad_at, drop_nulls
+from memdiag.transcript.source import json_key as key
 
 # calls the caller runs; the value is what names the call and what its arguments are
 CLIENT_CALLS: dict[str, tuple[str | None, str]] = {
@@ -129,7 +130,7 @@ class _Reader:
             try:
                 self.item(it)
             except _Bad as exc:
-                bad(self.source, self.skip_invalid, exc.where, exc.message, self._line(it))
+                bad_at(self.source, self.skip_invalid, exc.where, exc.message, self._line(it))
         self.flush()
         if self.pending_meta and self.out:  # metadata after the last message stays with it
             last = self.out[-1]
@@ -359,13 +360,6 @@ class _Reader:
             self.calls = None
 
 
-class _Bad(Exception):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where = where
-        self.message = message
-
-
 def _str_id(obj: dict[str, Any], name: str) -> str | None:
     value = obj.get(name)
     return value if isinstance(value, str) and value else None
@@ -384,33 +378,3 @@ def read_items(
 ) -> list[RawMessage]:
     """Responses items → canonical raw messages (one session, named ``session`` if given)."""
     return _Reader(source, skip_invalid, session).read(items)
-
-
-def _elements(source: Source) -> list[Item]:
-    if source.is_jsonl:
-        return [Item("", line, obj) for line, obj in source.records]
-    doc = source.records[0][1] if source.records else None
-    if isinstance(doc, dict) and isinstance(doc.get("data"), list):  # a list page of the API
-        return [Item(f"data[{k}]", k + 1, v) for k, v in enumerate(doc["data"])]
-    if isinstance(doc, dict) and isinstance(doc.get("output"), list):  # one Response object
-        return [Item(f"output[{k}]", k + 1, v) for k, v in enumerate(doc["output"])]
-    if isinstance(doc, list):
-        return [Item(f"[{k}]", k + 1, v) for k, v in enumerate(doc)]
-    return [Item("", 1, doc)]
-
-
-class OpenAIResponses:
-    """Responses API items: a JSON array (or list page, or Response object) or JSON Lines."""
-
-    name = "openai_responses"
-    # asked before canonical/openai/anthropic, which would take the first bare
-    # `{"role", "content"}` item and then fail on `function_call`
-    priority = 20
-
-    def detect(self, source: Source) -> bool:
-        items = _elements(source)
-        return any(is_responses_item(it.value) for it in items[:200])
-
-    def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
-        items = _elements(source)
-        yield from read_items(source, items, skip_invalid)

@@ -22,21 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdiag.transcript.formats import Source
-from memdiag.transcript.formats_new._common import Choice, bad, choose, drop_nulls, iso_time
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.source import Choice, Source, bad_at, choose, drop_nulls, iso_time
+from memdiag.transcript.source import PathError as _Bad
 
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
 REASONING = {"thoughts", "reasoning_recap"}
 # metadata worth keeping on a message (the rest is request ids, flags, rendering hints)
 KEPT_META = ("attachments", "model_slug", "citations", "content_references", "aggregate_result")
-
-
-class _Bad(Exception):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where = where
-        self.message = message
 
 
 def is_chatgpt_export(doc: Any) -> bool:
@@ -173,7 +166,7 @@ class _Reader:
             try:
                 self.message(at, node_id, msg)
             except _Bad as exc:
-                bad(self.source, self.skip_invalid, exc.where, exc.message)
+                bad_at(self.source, self.skip_invalid, exc.where, exc.message)
         if self.reasoning and self.out:
             self.out[-1].metadata.setdefault("reasoning", []).extend(self.reasoning)
             self.reasoning = []
@@ -237,71 +230,54 @@ class _Reader:
         self.out.append(raw)
 
 
-class ChatGPTExport:
-    """ChatGPT `conversations.json`: the branch ending at each conversation's current_node."""
+name = "chatgpt"
+select_flag = "--conversation"
 
-    name = "chatgpt"
-    select_flag = "--conversation"
-    priority = 15
 
-    def detect(self, source: Source) -> bool:
-        if source.is_jsonl:
-            return bool(source.records) and is_chatgpt_export(source.records[0][1])
-        return bool(source.records) and is_chatgpt_export(source.records[0][1])
+def detect(source: Source) -> bool:
+    return bool(source.records) and is_chatgpt_export(source.records[0][1])
 
-    def choices(self, source: Source) -> list[Choice]:
-        out = []
-        for n, (where, conv) in enumerate(_conversations(source)):
-            if not isinstance(conv, dict):
-                out.append(Choice(f"c{n + 1}", f"<{where}: not a conversation>"))
-                continue
-            try:
-                count = sum(
-                    1 for _, node in current_branch(conv, where).nodes if node.get("message")
-                )
-            except _Bad:
-                count = 0
-            title = conv.get("title") if isinstance(conv.get("title"), str) else ""
-            out.append(
-                Choice(_conv_id(conv, n), title or "", count, iso_time(conv.get("create_time")))
+
+def choices(source: Source) -> list[Choice]:
+    """The conversations of the export, as listed when none is chosen."""
+    out = []
+    for n, (where, conv) in enumerate(_conversations(source)):
+        if not isinstance(conv, dict):
+            out.append(Choice(f"c{n + 1}", f"<{where}: not a conversation>"))
+            continue
+        try:
+            count = sum(1 for _, node in current_branch(conv, where).nodes if node.get("message"))
+        except _Bad:
+            count = 0
+        title = conv.get("title") if isinstance(conv.get("title"), str) else ""
+        ts = iso_time(conv.get("create_time"))
+        out.append(Choice(_conv_id(conv, n), title or "", count, ts))
+    return out
+
+
+def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+    convs = _conversations(source)
+    listed = choices(source)
+    for n in choose(source.path, "conversation", select_flag, listed, select):
+        where, conv = convs[n]
+        if not isinstance(conv, dict):
+            message = f"expected a conversation object, got {type(conv).__name__}"
+            bad_at(source, skip_invalid, where, message)
+            continue
+        try:
+            path = current_branch(conv, where)
+        except _Bad as exc:
+            bad_at(source, skip_invalid, exc.where, exc.message)
+            continue
+        if path.off_branch:
+            source.warnings.append(
+                f"conversation {listed[n].title or listed[n].id!r}: {path.off_branch} "
+                "message(s) on other branches (regenerated or edited) not followed; read the "
+                "branch ending at current_node"
             )
-        return out
-
-    def read(
-        self, source: Source, skip_invalid: bool, select: str | None = None
-    ) -> Iterator[RawItem]:
-        convs = _conversations(source)
-        choices = self.choices(source)
-        if select == "all":
-            picked = list(range(len(convs)))
-        else:
-            k = choose(source.path, "conversation", self.select_flag, choices, select)
-            picked = [k]
-        for n in picked:
-            where, conv = convs[n]
-            if not isinstance(conv, dict):
-                bad(
-                    source,
-                    skip_invalid,
-                    where,
-                    f"expected a conversation object, got {type(conv).__name__}",
-                )
-                continue
-            try:
-                path = current_branch(conv, where)
-            except _Bad as exc:
-                bad(source, skip_invalid, exc.where, exc.message)
-                continue
-            title = choices[n].title
-            if path.off_branch:
-                source.warnings.append(
-                    f"conversation {title or choices[n].id!r}: {path.off_branch} message(s) on "
-                    "other branches (regenerated or edited) not followed; read the branch "
-                    "ending at current_node"
-                )
-            reader = _Reader(source, skip_invalid)
-            reader.conversation(where, path.nodes)
-            yield RawSession(choices[n].id, n + 1, iso_time(conv.get("create_time")))
-            for m in reader.out:
-                m.line = n + 1
-            yield from reader.out
+        reader = _Reader(source, skip_invalid)
+        reader.conversation(where, path.nodes)
+        yield RawSession(listed[n].id, n + 1, iso_time(conv.get("create_time")))
+        for m in reader.out:
+            m.line = n + 1
+        yield from reader.out

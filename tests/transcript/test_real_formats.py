@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 from memdiag.cli import app
 from memdiag.errors import InputError
 from memdiag.transcript import Transcript, detect_format, load, read_source
-from memdiag.transcript.formats_new._common import ChoiceNeeded
+from memdiag.transcript.source import ChoiceNeeded
 from memdiag.transcript.writer import write_canonical
 
-FORMATS = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[2] / "fixtures" / "formats"
 RESPONSES = FORMATS / "openai_responses" / "items.json"
 AGENT_DB = FORMATS / "agents_sqlite" / "agent.db"
 CHATGPT = FORMATS / "chatgpt" / "conversations.json"
@@ -606,7 +606,7 @@ def test_cli_select_on_a_plain_transcript_is_a_usage_error(tmp_path: Path) -> No
     path = tmp_path / "t.jsonl"
     path.write_text('{"role": "user", "content": "hi"}\n')
     result = runner.invoke(app, ["convert", str(path), "--conversation", "x"])
-    assert result.exit_code == 2 and "--session/--conversation" in result.stderr
+    assert result.exit_code == 2 and "--session/--conversation choose" in result.stderr
     result = runner.invoke(app, ["convert", str(CHATGPT), "--session", "a", "--conversation", "b"])
     assert result.exit_code == 2 and "not both" in result.stderr
 

@@ -23,20 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdiag.transcript.formats import Source
-from memdiag.transcript.formats_new._common import Choice, bad, choose, drop_nulls, iso_time
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.source import Choice, Source, bad_at, choose, drop_nulls, iso_time
+from memdiag.transcript.source import PathError as _Bad
 
 SENDERS = {"human": "user", "assistant": "assistant"}
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 _BLOCK_NOISE = ("start_timestamp", "stop_timestamp", "flags")
-
-
-class _Bad(Exception):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where = where
-        self.message = message
 
 
 def is_claude_export(doc: Any) -> bool:
@@ -248,64 +241,53 @@ def read_message(where: str, msg: Any, line: int) -> list[RawMessage]:
     return m.out
 
 
-class ClaudeExport:
-    """Claude.ai `conversations.json`: the current branch of one conversation (or `all`)."""
+name = "claude"
+select_flag = "--conversation"
 
-    name = "claude"
-    select_flag = "--conversation"
-    priority = 15
 
-    def detect(self, source: Source) -> bool:
-        return bool(source.records) and is_claude_export(source.records[0][1])
+def detect(source: Source) -> bool:
+    return bool(source.records) and is_claude_export(source.records[0][1])
 
-    def choices(self, source: Source) -> list[Choice]:
-        out = []
-        for n, (where, conv) in enumerate(_conversations(source)):
-            if not isinstance(conv, dict):
-                out.append(Choice(f"c{n + 1}", f"<{where}: not a conversation>"))
-                continue
+
+def choices(source: Source) -> list[Choice]:
+    """The conversations of the export, as listed when none is chosen."""
+    out = []
+    for n, (where, conv) in enumerate(_conversations(source)):
+        if not isinstance(conv, dict):
+            out.append(Choice(f"c{n + 1}", f"<{where}: not a conversation>"))
+            continue
+        try:
+            count = len(branch(conv, where)[0])
+        except _Bad:
+            count = 0
+        title = conv.get("name") if isinstance(conv.get("name"), str) else ""
+        cid = _uuid(conv) or f"c{n + 1}"
+        out.append(Choice(cid, title or "", count, iso_time(conv.get("created_at"))))
+    return out
+
+
+def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+    convs = _conversations(source)
+    listed = choices(source)
+    for n in choose(source.path, "conversation", select_flag, listed, select):
+        where, conv = convs[n]
+        if not isinstance(conv, dict):
+            message = f"expected a conversation object, got {type(conv).__name__}"
+            bad_at(source, skip_invalid, where, message)
+            continue
+        try:
+            path, elsewhere = branch(conv, where)
+        except _Bad as exc:
+            bad_at(source, skip_invalid, exc.where, exc.message)
+            continue
+        if elsewhere:
+            source.warnings.append(
+                f"conversation {listed[n].title or listed[n].id!r}: {elsewhere} message(s) "
+                "on other branches (retried or edited) not followed"
+            )
+        yield RawSession(listed[n].id, n + 1, iso_time(conv.get("created_at")))
+        for k, msg in path:
             try:
-                count = len(branch(conv, where)[0])
-            except _Bad:
-                count = 0
-            name = conv.get("name") if isinstance(conv.get("name"), str) else ""
-            cid = _uuid(conv) or f"c{n + 1}"
-            out.append(Choice(cid, name or "", count, iso_time(conv.get("created_at"))))
-        return out
-
-    def read(
-        self, source: Source, skip_invalid: bool, select: str | None = None
-    ) -> Iterator[RawItem]:
-        convs = _conversations(source)
-        choices = self.choices(source)
-        if select == "all":
-            picked = list(range(len(convs)))
-        else:
-            k = choose(source.path, "conversation", self.select_flag, choices, select)
-            picked = [k]
-        for n in picked:
-            where, conv = convs[n]
-            if not isinstance(conv, dict):
-                bad(
-                    source,
-                    skip_invalid,
-                    where,
-                    f"expected a conversation object, got {type(conv).__name__}",
-                )
-                continue
-            try:
-                path, elsewhere = branch(conv, where)
+                yield from read_message(f"{where}.chat_messages[{k}]", msg, n + 1)
             except _Bad as exc:
-                bad(source, skip_invalid, exc.where, exc.message)
-                continue
-            if elsewhere:
-                source.warnings.append(
-                    f"conversation {choices[n].title or choices[n].id!r}: {elsewhere} message(s) "
-                    "on other branches (retried or edited) not followed"
-                )
-            yield RawSession(choices[n].id, n + 1, iso_time(conv.get("created_at")))
-            for k, msg in path:
-                try:
-                    yield from read_message(f"{where}.chat_messages[{k}]", msg, n + 1)
-                except _Bad as exc:
-                    bad(source, skip_invalid, exc.where, exc.message)
+                bad_at(source, skip_invalid, exc.where, exc.message)
