@@ -20,12 +20,13 @@ Errors name the item by its place (`[7].call_id: ...`), or its line in JSON Line
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdiag.transcript.model import RawMessage
+from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import PathError as _Bad
 from memdiag.transcript.source import Source, bad_at, drop_nulls
 from memdiag.transcript.source import json_key as key
@@ -109,12 +110,12 @@ def is_responses_item(obj: Any) -> bool:
 class _Reader:
     source: Source
     skip_invalid: bool
-    session: str | None = None
     out: list[RawMessage] = field(default_factory=list)
     calls: RawMessage | None = None  # the assistant message collecting parallel calls
     open_calls: set[str] = field(default_factory=set)  # call ids waiting for their output
     known_ids: set[str] = field(default_factory=set)
     pending_meta: dict[str, list[Any]] = field(default_factory=dict)
+    compactions: list[tuple[int, Item]] = field(default_factory=list)  # (position in out, item)
 
     def read(self, items: Iterable[Item]) -> list[RawMessage]:
         items = list(items)
@@ -184,9 +185,7 @@ class _Reader:
         for name, value in drop_nulls(obj).items():
             if name not in ("type", "role", "content", "id") and _QUIET.get(name, 0) != value:
                 meta[name] = value
-        return RawMessage(
-            ROLES[role], text, it.line, id=_str_id(obj, "id"), session=self.session, metadata=meta
-        )
+        return RawMessage(ROLES[role], text, it.line, id=_str_id(obj, "id"), metadata=meta)
 
     def content(self, where: str, content: Any) -> tuple[str, list[Any]]:
         if content is None:
@@ -237,9 +236,7 @@ class _Reader:
             "function": {"name": name, "arguments": drop_nulls(args)},
         }
         if self.calls is None:
-            self.calls = RawMessage(
-                "assistant", "", it.line, id=_str_id(obj, "id"), session=self.session
-            )
+            self.calls = RawMessage("assistant", "", it.line, id=_str_id(obj, "id"))
             self.attach_meta(self.calls)
         self.calls.tool_calls = (*self.calls.tool_calls, call)
         items = self.calls.metadata.setdefault("items", [])
@@ -271,7 +268,6 @@ class _Reader:
                 text,
                 it.line,
                 id=mid,
-                session=self.session,
                 tool_call_id=call_id,
                 metadata=meta,
             )
@@ -298,7 +294,6 @@ class _Reader:
             "",
             it.line,
             id=call_id,
-            session=self.session,
             tool_calls=(call,),
             metadata={"item_type": kind},
         )
@@ -318,7 +313,6 @@ class _Reader:
                 text,
                 it.line,
                 id=f"{call_id}:result",
-                session=self.session,
                 tool_call_id=call_id,
                 metadata=meta,
             )
@@ -339,6 +333,9 @@ class _Reader:
             value = _reasoning(value)
         elif isinstance(value.get("encrypted_content"), str):
             value["encrypted_content"] = f"<{len(value['encrypted_content'])} chars, encrypted>"
+        if kind == "compaction":
+            self.flush()
+            self.compactions.append((len(self.out), it))
         name = {"reasoning": "reasoning", "compaction": "compaction"}.get(kind, "items")
         self.pending_meta.setdefault(name, []).append(value)
 
@@ -374,7 +371,65 @@ def _reasoning(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_items(
-    source: Source, items: Iterable[Item], skip_invalid: bool, session: str | None = None
-) -> list[RawMessage]:
-    """Responses items → canonical raw messages (one session, named ``session`` if given)."""
-    return _Reader(source, skip_invalid, session).read(items)
+    source: Source,
+    items: Iterable[Item],
+    skip_invalid: bool,
+    default_id: Callable[[RawMessage, int], str] | None = None,
+) -> list[RawItem]:
+    """Responses items → raw messages (one session), and the observed windows that compaction
+    items tell (SPEC §2b) when the events of §2b are available.
+
+    ``default_id(message, k)`` names the k-th message when its item has no id (the windows
+    need every id); without it they are named as the transcript would (`m<k+1>`).
+    """
+    reader = _Reader(source, skip_invalid)
+    messages = reader.read(items)
+    for k, m in enumerate(messages):
+        if m.id is None:
+            m.id = default_id(m, k) if default_id else f"m{k + 1}"
+    return [*messages, *compaction_windows(messages, reader.compactions)]
+
+
+def _events() -> Any:
+    """memdiag.transcript.events (SPEC §2b: window and retrieval events), or None while it is
+    not there: it lands with the trace formats (issue 10, branch traces)."""
+    try:
+        return importlib.import_module("memdiag.transcript.events")
+    except ModuleNotFoundError:
+        return None
+
+
+def compaction_windows(
+    messages: list[RawMessage], compactions: list[tuple[int, Item]]
+) -> list[Any]:
+    """The requests after a `compaction` item saw it (an opaque summary of everything before
+    it) and the items after it: one observed window per request, until the next compaction.
+
+    A request starts at each assistant message (reply or tool call) that follows the
+    compaction, a user message or a tool result; a hosted tool's result (web search, ...) is
+    part of the request that ran it. Without the events module: nothing (the compaction stays
+    metadata of the next message).
+    """
+    events = _events()
+    if events is None or not compactions:
+        return []
+    windows: list[Any] = []
+    bounds = [p for p, _ in compactions] + [len(messages)]
+    for (start, item), end in zip(compactions, bounds[1:], strict=True):
+        covers = tuple(str(m.id) for m in messages[:start])
+        extra = (events.Extra("summary", "", covers=covers, opaque=True),)
+        source = item.where or f"line {item.line}"
+        for r in range(start, end):
+            m = messages[r]
+            previous = messages[r - 1] if r > start else None
+            starts = m.role == "assistant" and (
+                previous is None
+                or previous.role in ("user", "system")
+                or (previous.role == "tool" and "item_type" not in previous.metadata)
+            )
+            if starts:
+                ids = tuple(str(x.id) for x in messages[start:r])
+                windows.append(
+                    events.RawWindow(str(m.id), ids, extra, source=source, line=item.line)
+                )
+    return windows

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.transcript.model import RawItem, RawSession
+from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.responses_items import Item, read_items
 from memdiag.transcript.source import Choice, Source, bad_at, choose
 
@@ -129,9 +129,9 @@ def read_path(
             parsed.append(Item(at, rowid, value))
             stamps[rowid] = _sqlite_ts(created)
         items.append(RawSession(sid, parsed[0].line if parsed else 0, choices[k].ts))
-        for m in read_items(source, parsed, skip_invalid):
-            m.ts = m.ts or stamps.get(m.line)
-            if m.id is None:  # the row: stable whichever sessions are read
-                m.id = f"row{m.line}"
+        # messages without an item id are named by their row: stable whichever sessions are read
+        for m in read_items(source, parsed, skip_invalid, lambda m, _: f"row{m.line}"):
+            if isinstance(m, RawMessage):
+                m.ts = m.ts or stamps.get(m.line)
             items.append(m)
     return source, items
