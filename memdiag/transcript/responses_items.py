@@ -11,8 +11,10 @@ the Agents SDK's sessions store. Items become canonical messages:
 - tools that OpenAI runs (`web_search_call`, `file_search_call`, `code_interpreter_call`,
   `mcp_call`, ...) hold call and result in one item: an assistant call and its tool result.
 - `reasoning` items are metadata of the next message (`reasoning`), not window text: OpenAI bills
-  them as output, and drops them from later requests. `compaction` items (an opaque, encrypted
-  summary) are kept as metadata of the next message until the observed-window events land.
+  them as output, and drops them from later requests.
+- a `compaction` item (an opaque, encrypted summary) is metadata of the next message, and the
+  requests after it become observed windows (SPEC §2b) that hold it as an opaque summary
+  covering everything before it (see :func:`compaction_windows`).
 - null-filled fields of SDK dumps are dropped.
 
 Errors name the item by its place (`[7].call_id: ...`), or its line in JSON Lines.

@@ -133,6 +133,20 @@ def test_responses_compaction_is_kept_as_metadata() -> None:
     assert "gAAAA" not in json.dumps(after.metadata)  # the encrypted blob is not copied
 
 
+def test_responses_compaction_is_an_observed_window() -> None:
+    """The request after a compaction item saw it (opaque, covering everything before) and
+    the items after it; a hosted web search belongs to the request that ran it."""
+    pytest.importorskip(
+        "memdiag.transcript.events",
+        reason="the SPEC §2b window events land with the trace formats (issue 10, branch traces)",
+    )
+    t: Any = load(RESPONSES)
+    assert [(w.before_id, w.ids) for w in t.windows] == [("ws_07", ("m9",))]
+    (summary,) = t.windows[0].extra
+    assert summary.opaque and summary.section == "summary" and summary.content == ""
+    assert summary.covers == ("m1", "m2", "msg_01", "m4", "fc_03", "m6", "m7", "msg_05")
+
+
 def test_responses_jsonl_first_item_looks_canonical(tmp_path: Path) -> None:
     """Today's failure: a bare `{"role", "content"}` first item, then `reasoning`."""
     items = json.loads(RESPONSES.read_text())[3:10]
