@@ -70,6 +70,8 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     if p.stat().st_size > MAX_BYTES:
         raise InputError("file larger than 2 GiB", path=name)
     data = p.read_bytes()
+    if data[:4] == b"PK\x03\x04":  # a chat export as downloaded: read its conversations.json
+        name, data = _export_member(p, name)
     if b"\x00" in data[:8192]:
         raise InputError("binary file (NUL bytes), expected UTF-8 JSON or JSON Lines", path=name)
     try:
@@ -118,6 +120,34 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.warnings.append(f"{name}:{lineno}: skipped: invalid JSON ({exc.msg})")
             source.problems.append(ReadProblem(message, lineno))
     return source
+
+
+EXPORT_MEMBER = "conversations.json"
+
+
+def _export_member(path: Path, name: str) -> tuple[str, bytes]:
+    """The conversations.json of a ChatGPT or Claude.ai export zip (`export.zip/conversations.json`
+    names it in messages)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [
+                i for i in archive.infolist() if i.filename.rsplit("/", 1)[-1] == EXPORT_MEMBER
+            ]
+            if not members:
+                listed = ", ".join(archive.namelist()[:8])
+                raise InputError(
+                    f"a zip file without {EXPORT_MEMBER} (a ChatGPT or Claude.ai export has one); "
+                    f"it holds: {listed}",
+                    path=name,
+                )
+            member = min(members, key=lambda i: i.filename.count("/"))
+            if member.file_size > MAX_BYTES:
+                raise InputError(f"{member.filename}: larger than 2 GiB", path=name)
+            return f"{name}/{member.filename}", archive.read(member)
+    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+        raise InputError(f"cannot read the zip file: {exc}", path=name) from None
 
 
 def invalid(source: Source, skip_invalid: bool, line: int, message: str) -> None:

@@ -382,6 +382,23 @@ def test_truncated_export_is_one_line_error(tmp_path: Path) -> None:
     assert "invalid JSON" in text and "truncated?" in text and "\n" not in text
 
 
+def test_export_zip_as_downloaded(tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("chat.html", "<html></html>")
+        archive.write(CHATGPT, "conversations.json")
+    t = load(path, select="Lisbon trip")
+    assert t.format == "chatgpt" and len(t.messages) == 10
+    assert t.path == f"{path}/conversations.json"
+    empty = tmp_path / "other.zip"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("notes.txt", "hi")
+    text = error_of(empty)
+    assert "without conversations.json" in text and "notes.txt" in text
+
+
 # --- Claude.ai export ---------------------------------------------------------------------
 
 
