@@ -666,3 +666,27 @@ def test_sdk_dump_nulls_are_not_copied(tmp_path: Path, name: str, fmt: str) -> N
         assert all(key not in r for r in records)
     if fmt == "anthropic":  # what the provider reported stays
         assert records[2]["usage"] == {"input_tokens": 40, "output_tokens": 9}
+
+
+def test_check_case_names_its_conversation(tmp_path: Path) -> None:
+    spec = tmp_path / "checks.yaml"
+    spec.write_text(
+        "cases:\n"
+        "  - name: the allergy is in the window\n"
+        f"    transcript: {CLAUDE}\n"
+        "    conversation: Lisbon trip\n"
+        "    strategy: {name: sliding_window, budget: 4000}\n"
+        "    expect:\n"
+        "      - kept: allergic to peanuts\n"
+        "  - name: the SDK session too\n"
+        f"    transcript: {AGENT_DB}\n"
+        "    conversation: mia-trip\n"
+        "    expect:\n"
+        "      - kept: allergic to peanuts\n"
+    )
+    result = runner.invoke(app, ["check", str(spec), "--format", "json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["passed"] == 2
+    spec.write_text(spec.read_text().replace("    conversation: mia-trip\n", ""))
+    result = runner.invoke(app, ["check", str(spec), "--format", "json"])
+    assert result.exit_code == 2 and "holds 2 sessions" in result.stderr
