@@ -30,7 +30,7 @@ from typing import Any
 
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import PathError as _Bad
-from memdiag.transcript.source import Source, bad_at, drop_nulls
+from memdiag.transcript.source import Source, bad_at, drop_nulls, slim_blobs
 from memdiag.transcript.source import json_key as key
 
 # calls the caller runs; the value is what names the call and what its arguments are
@@ -215,7 +215,7 @@ class _Reader:
             elif kind == "refusal" and isinstance(block.get("refusal"), str):
                 texts.append(block["refusal"])
             else:
-                other.append(drop_nulls(block))
+                other.append(slim_blobs(drop_nulls(block)))
         return "\n".join(texts), other
 
     # --- calls and their outputs ------------------------------------------------------

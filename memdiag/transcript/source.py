@@ -122,6 +122,25 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     return source
 
 
+_BLOB_KEYS = {"file_data", "data", "base64", "image_url", "url"}
+
+
+def slim_blobs(value: Any) -> Any:
+    """A copy where inline files (data: URLs, base64 `file_data`/`data`) are replaced by their
+    size: an image sent inline would otherwise be copied into the canonical output whole."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            inline = isinstance(v, str) and (v.startswith("data:") or len(v) > 4096)
+            out[k] = (
+                f"<inline data, {len(v)} chars>" if k in _BLOB_KEYS and inline else slim_blobs(v)
+            )
+        return out
+    if isinstance(value, list):
+        return [slim_blobs(v) for v in value]
+    return value
+
+
 EXPORT_MEMBER = "conversations.json"
 
 

@@ -299,13 +299,17 @@ def test_chatgpt_export_follows_current_branch(select: str) -> None:
     t = load(CHATGPT, select=select)
     assert t.format == "chatgpt"
     assert ids(t) == [
-        "ctx-1", "u-1", "a-1", "a-2", "tool-2", "a-3", "u-2", "a-5", "tool-5", "a-6",
+        "ctx-1", "mem-1", "u-1", "a-1", "a-2", "tool-2", "a-3", "u-2", "a-5", "tool-5", "a-6",
     ]  # fmt: skip
     # the regenerated reply and the edited message are on other branches; said so
     assert not {"a-1-old", "u-2-old", "a-4-old", "sys-0"} & set(ids(t))
     assert any("3 message(s) on other branches" in w for w in t.warnings)
     assert t.message("ctx-1").role == "system" and t.message("ctx-1").metadata["hidden"]
     assert "Preferred name: Mia" in t.message("ctx-1").content
+    # saved memories: what the app injected, a system message too
+    memories = t.message("mem-1")
+    assert memories.role == "system" and "Prefers window seats." in memories.content
+    assert memories.metadata["content_type"] == "model_editable_context"
 
 
 def test_chatgpt_export_tools_attachments_and_reasoning() -> None:
@@ -320,7 +324,7 @@ def test_chatgpt_export_tools_attachments_and_reasoning() -> None:
         "boarding-pass.png", "itinerary.pdf",
     ]  # fmt: skip
     assert user.metadata["blocks"][0]["content_type"] == "image_asset_pointer"
-    assert user.ts == "2024-11-27T06:47:31.750000Z"
+    assert user.ts == "2024-11-27T06:47:49Z"
     reasoning = t.message("a-5").metadata["reasoning"]
     assert [r["content_type"] for r in reasoning] == ["thoughts", "reasoning_recap"]
     assert all("snack per 90 minutes" not in m.content for m in t.messages)
@@ -372,7 +376,7 @@ def test_chatgpt_skip_invalid_skips_one_message(tmp_path: Path) -> None:
     doc[0]["mapping"]["a-1"]["message"]["author"]["role"] = "critic"
     path = write_json(tmp_path / "conversations.json", doc)
     t = load(path, select="Lisbon trip", skip_invalid=True)
-    assert t.skipped == 1 and "a-1" not in ids(t) and len(t.messages) == 9
+    assert t.skipped == 1 and "a-1" not in ids(t) and len(t.messages) == 10
 
 
 def test_truncated_export_is_one_line_error(tmp_path: Path) -> None:
@@ -390,7 +394,7 @@ def test_export_zip_as_downloaded(tmp_path: Path) -> None:
         archive.writestr("chat.html", "<html></html>")
         archive.write(CHATGPT, "conversations.json")
     t = load(path, select="Lisbon trip")
-    assert t.format == "chatgpt" and len(t.messages) == 10
+    assert t.format == "chatgpt" and len(t.messages) == 11
     assert t.path == f"{path}/conversations.json"
     empty = tmp_path / "other.zip"
     with zipfile.ZipFile(empty, "w") as archive:
@@ -690,3 +694,22 @@ def test_check_case_names_its_conversation(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace("    conversation: mia-trip\n", ""))
     result = runner.invoke(app, ["check", str(spec), "--format", "json"])
     assert result.exit_code == 2 and "holds 2 sessions" in result.stderr
+
+
+def test_inline_images_are_not_copied_whole(tmp_path: Path) -> None:
+    blob = "data:image/png;base64," + "iVBORw0KGgo" * 2000
+    items = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "What is on this photo?"},
+                {"type": "input_image", "image_url": blob, "detail": "auto"},
+                {"type": "input_file", "filename": "a.pdf", "file_data": blob},
+            ],
+        }
+    ]
+    t = load(write_json(tmp_path / "items.json", items))
+    blocks = t.messages[0].metadata["blocks"]
+    assert blocks[0]["image_url"] == f"<inline data, {len(blob)} chars>"
+    assert blocks[1]["file_data"].startswith("<inline data") and blocks[1]["filename"] == "a.pdf"

@@ -22,7 +22,7 @@ from typing import Any
 
 from memdiag.transcript.model import ROLES, RawItem, RawMessage, RawSession
 from memdiag.transcript.source import PathError as _Bad
-from memdiag.transcript.source import Source, bad_at, checked_text, drop_nulls
+from memdiag.transcript.source import Source, bad_at, checked_text, drop_nulls, slim_blobs
 
 TYPES = {
     "human": "user",
@@ -188,7 +188,7 @@ def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
     blocks = [b for b in blocks if b not in reasoning]
     meta = {}
     if blocks:
-        meta["blocks"] = [drop_nulls(b) for b in blocks]
+        meta["blocks"] = [slim_blobs(drop_nulls(b)) for b in blocks]
     if reasoning:
         meta["reasoning"] = [drop_nulls(b) for b in reasoning]
     calls = data.get("tool_calls") or []
