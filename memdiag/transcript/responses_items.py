@@ -377,18 +377,21 @@ def read_items(
     items: Iterable[Item],
     skip_invalid: bool,
     default_id: Callable[[RawMessage, int], str] | None = None,
+    id_suffix: str = "",
 ) -> list[RawItem]:
     """Responses items → raw messages (one session), and the observed windows that compaction
     items tell (SPEC §2b) when the events of §2b are available.
 
     ``default_id(message, k)`` names the k-th message when its item has no id (the windows
     need every id); without it they are named as the transcript would (`m<k+1>`).
+    ``id_suffix`` follows every id (a branch of a session shares rows with its main branch).
     """
     reader = _Reader(source, skip_invalid)
     messages = reader.read(items)
     for k, m in enumerate(messages):
         if m.id is None:
             m.id = default_id(m, k) if default_id else f"m{k + 1}"
+        m.id += id_suffix
     return [*messages, *compaction_windows(messages, reader.compactions)]
 
 

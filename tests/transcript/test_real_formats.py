@@ -713,3 +713,43 @@ def test_inline_images_are_not_copied_whole(tmp_path: Path) -> None:
     blocks = t.messages[0].metadata["blocks"]
     assert blocks[0]["image_url"] == f"<inline data, {len(blob)} chars>"
     assert blocks[1]["file_data"].startswith("<inline data") and blocks[1]["filename"] == "a.pdf"
+
+
+ADVANCED_DB = FORMATS / "agents_sqlite" / "advanced.db"
+
+
+def test_agents_advanced_db_branches_are_sessions() -> None:
+    with pytest.raises(ChoiceNeeded) as info:
+        load(ADVANCED_DB)
+    assert [c.id for c in info.value.choices] == ["mia-trip", "mia-trip@retry"]
+    main = load(ADVANCED_DB, select="mia-trip")
+    assert ids(main) == ["row1", "msg_101", "row3", "msg_102"]
+    retry = load(ADVANCED_DB, select="mia-trip@retry")
+    assert ids(retry) == ["row1@retry", "msg_101@retry", "row5@retry", "msg_103@retry"]
+    assert retry.messages[2].content == "Where should I go in May? Porto?"
+    both = load(ADVANCED_DB, select="all")
+    assert both.sessions == ("mia-trip", "mia-trip@retry") and len(both.messages) == 8
+
+
+def test_agents_db_with_a_live_wal_is_read_from_a_copy(tmp_path: Path) -> None:
+    """An agent still running keeps new rows in the -wal file: they are read, and neither the
+    database nor its -wal/-shm files change."""
+    db = Path(shutil.copy(AGENT_DB, tmp_path / "agent.db"))
+    writer = sqlite3.connect(db)
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('mia-followup', ?)",
+            ('{"role": "user", "content": "And for the way back?"}',),
+        )
+        writer.commit()
+        files = sorted(tmp_path.iterdir())
+        assert [p.name for p in files] == ["agent.db", "agent.db-shm", "agent.db-wal"]
+        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+        t = load(db, select="mia-followup")
+        assert t.messages[-1].content == "And for the way back?"
+        after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
+        assert after == before
+    finally:
+        writer.close()
