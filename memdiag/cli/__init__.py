@@ -21,10 +21,10 @@ from memdiag import __version__
 from memdiag.cli.options import (
     AtOpt,
     ConfigOpt,
+    ConversationOpt,
     FactOpt,
     FactsFileOpt,
     FormatOpt,
-    ConversationOpt,
     FromOpt,
     HtmlOpt,
     SessionOpt,
