@@ -753,3 +753,51 @@ def test_agents_db_with_a_live_wal_is_read_from_a_copy(tmp_path: Path) -> None:
         assert after == before
     finally:
         writer.close()
+
+
+# --- property: tool calls stay paired whatever the shape of a Responses history -----------
+
+
+@st.composite
+def responses_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Turns of: a user message, rounds of parallel calls (outputs in any order, reasoning
+    before or not), then a reply."""
+    items: list[dict[str, Any]] = []
+    n = 0
+    for turn in range(draw(st.integers(1, 4))):
+        items.append({"role": "user", "content": f"question {turn}"})
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()):
+                items.append({"type": "reasoning", "id": f"rs_{n}", "summary": []})
+            calls = [f"call_{n}_{k}" for k in range(draw(st.integers(1, 3)))]
+            n += 1
+            items += [
+                {"type": "function_call", "call_id": c, "name": "f", "arguments": "{}"}
+                for c in calls
+            ]
+            for c in draw(st.permutations(calls)):
+                items.append({"type": "function_call_output", "call_id": c, "output": c})
+        items.append({"type": "message", "role": "assistant", "content": f"answer {turn}"})
+    return items
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(history=responses_histories())
+def test_responses_tool_calls_stay_paired(tmp_path: Path, history: list[dict[str, Any]]) -> None:
+    t = load(write_json(tmp_path / "h.json", history), fmt="openai_responses")
+    assert_tool_pairs(t)
+    calls = [c for m in t.messages for c in m.tool_call_ids]
+    outputs = [m.tool_call_id for m in t.messages if m.role == "tool"]
+    assert (
+        sorted(calls)
+        == sorted(outputs)
+        == sorted(i["call_id"] for i in history if i.get("type") == "function_call")
+    )
+    # parallel calls are one assistant message, answered before anything else is said
+    for m in t.messages:
+        if m.tool_calls:
+            after = t.messages[m.index + 1 : m.index + 1 + len(m.tool_calls)]
+            assert {a.tool_call_id for a in after} == set(m.tool_call_ids)
+    assert not any("rs_" in m.content for m in t.messages)
