@@ -801,3 +801,18 @@ def test_responses_tool_calls_stay_paired(tmp_path: Path, history: list[dict[str
             after = t.messages[m.index + 1 : m.index + 1 + len(m.tool_calls)]
             assert {a.tool_call_id for a in after} == set(m.tool_call_ids)
     assert not any("rs_" in m.content for m in t.messages)
+
+
+def test_diagnose_across_agents_sdk_sessions() -> None:
+    """The allergy was said in session mia-trip; mia-followup starts empty and suggests a peanut
+    butter bar: nothing carried the fact over, a long-term write-path failure."""
+    result = runner.invoke(
+        app,
+        ["diagnose", str(AGENT_DB), "--session", "all", "--fact", "allergic to peanuts",
+         "--at", "3", "--format", "json"],
+    )  # fmt: skip
+    assert result.exit_code in (0, 1), result.stderr
+    (diagnosis,) = json.loads(result.stdout)["diagnoses"]
+    assert diagnosis["verdict"] == "long_term_not_written"
+    assert diagnosis["session"] == "mia-followup"
+    assert [e["id"] for e in diagnosis["evidence"]][:1] == ["row1"]
