@@ -417,12 +417,18 @@ class Choice:
         return "  " + "  ".join(parts)
 
 
+LISTED = 50  # conversations listed when none is chosen (an export may hold thousands)
+
+
 class ChoiceNeeded(InputError):
     """A file holds several conversations and none was chosen: exit 2 with the list."""
 
     def __init__(self, path: str, head: str, flag: str, choices: Sequence[Choice]) -> None:
         self.choices = tuple(choices)
-        listing = "\n".join(c.line() for c in self.choices)
+        shown = [c.line() for c in self.choices[:LISTED]]
+        if len(self.choices) > LISTED:
+            shown.append(f"  ... and {len(self.choices) - LISTED} more")
+        listing = "\n".join(shown)
         how = "ID or title" if any(c.title for c in self.choices) else "ID"
         super().__init__(
             f"{head}; choose one with {flag} {how} (or {flag} all):\n{listing}", path=path

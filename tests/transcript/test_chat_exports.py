@@ -242,3 +242,13 @@ def test_check_case_names_its_conversation(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace("    conversation: mia-trip\n", ""))
     result = runner.invoke(app, ["check", str(spec), "--format", "json"])
     assert result.exit_code == 2 and "holds 2 sessions" in result.stderr
+
+
+def test_a_long_listing_is_cut(tmp_path: Path) -> None:
+    one = _chatgpt()[1]
+    doc = [{**one, "id": f"c-{k}", "title": f"chat {k}"} for k in range(60)]
+    with pytest.raises(ChoiceNeeded) as info:
+        load(write_json(tmp_path / "conversations.json", doc))
+    lines = str(info.value).splitlines()
+    assert len(info.value.choices) == 60 and len(lines) == 1 + 50 + 1
+    assert lines[-1] == "  ... and 10 more" and "holds 60 conversations" in lines[0]
