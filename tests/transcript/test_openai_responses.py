@@ -199,3 +199,18 @@ def test_responses_tool_calls_stay_paired(tmp_path: Path, history: list[dict[str
             after = t.messages[m.index + 1 : m.index + 1 + len(m.tool_calls)]
             assert {a.tool_call_id for a in after} == set(m.tool_call_ids)
     assert not any("rs_" in m.content for m in t.messages)
+
+
+def test_canonical_with_responses_blocks_stays_canonical(tmp_path: Path) -> None:
+    """SPEC §2 lets canonical messages hold OpenAI content blocks; chat-style tool calls and
+    `tool` messages tell them from Responses items."""
+    path = tmp_path / "chat.jsonl"
+    records = [
+        {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    t = load(path)
+    assert t.format == "canonical" and [m.role for m in t.messages] == ["user", "assistant", "tool"]

@@ -14,6 +14,7 @@ from memdiag.transcript.source import Source
 name = "openai_responses"
 # canonical JSON Lines records that no Responses item has
 _CANONICAL = {"session", "summary", "window", "retrieval"}
+_CHAT_KEYS = {"forgot", "session", "tool_calls", "tool_call_id"}
 
 
 def _elements(source: Source) -> list[Item]:
@@ -38,10 +39,10 @@ def detect(source: Source) -> bool:
         obj = it.value
         if isinstance(obj, dict) and (
             (isinstance(obj.get("type"), str) and obj["type"] in _CANONICAL)
-            or "forgot" in obj
-            or "session" in obj
+            or not _CHAT_KEYS.isdisjoint(obj)
+            or obj.get("role") == "tool"
         ):
-            return False
+            return False  # canonical or chat-completions messages, which may hold such blocks
     return any(is_responses_item(it.value) for it in items)
 
 
