@@ -96,7 +96,11 @@ SummarizerOpt = Annotated[
 ]
 HtmlOpt = Annotated[
     Path | None,
-    typer.Option("--html", help="Also write a standalone HTML report to this file."),
+    typer.Option(
+        "--html",
+        help="Also write an interactive HTML report here: one self-contained file (no network) "
+        "with a turn scrubber and each strategy's window at any turn.",
+    ),
 ]
 SummaryMaxOpt = Annotated[
     int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")
@@ -382,8 +386,17 @@ def replay(
             profile = LongTermStores.open(settings.store.facts_file, None, None)
             memory = profile.profile_section(settings)
         n = len(t.turns) * (3 if settings.strategy == "all" else 1)
+        recorder = None
+        if html is not None:
+            from memdiag.fileio import check_output_path
+            from memdiag.render.report import TextRecorder
+
+            check_output_path(html)  # refuse a bad path before the work
+            recorder = TextRecorder(t)
         with progress_bar(n, "replaying") as advance:
-            report = run(t, settings, fact or (), progress=advance, memory=memory)
+            report = run(
+                t, settings, fact or (), progress=advance, memory=memory, observe=recorder
+            )
         if output is OutputFormat.json:
             from memdiag.render.jsonout import replay_json
 
@@ -398,9 +411,10 @@ def replay(
 
             render_replay(stdout(), report, show)
         if html is not None:
-            from memdiag.render.html import replay_html, write_html
+            from memdiag.render.report import write_report
+            from memdiag.render.report.build import replay_document
 
-            write_html(str(html), replay_html(report))
+            write_report(str(html), replay_document(report, recorder, settings, memory[0]))
             stderr().print(f"wrote HTML report to {html}", markup=False)
 
 
@@ -502,11 +516,16 @@ def diagnose(
             failures = failures_from(t, fact or (), at)
         from memdiag.longterm import LongTermStores
 
+        if html is not None:
+            from memdiag.fileio import check_output_path
+
+            check_output_path(html)  # refuse a bad path before the work
         with (
             LongTermStores.from_settings(settings) as stores,
             count_progress("diagnosing", min_total=2) as tick,
         ):
             diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
+            memory = stores.profile_section(settings) if html is not None else ("", 0)
         if output is OutputFormat.table:
             from memdiag.render.console import render_diagnoses
 
@@ -520,9 +539,12 @@ def diagnose(
                 for d in diagnoses:
                     sys.stdout.write(json.dumps(diagnosis_json(d), ensure_ascii=False) + "\n")
         if html is not None:
-            from memdiag.render.html import diagnose_html, write_html
+            from memdiag.render.jsonout import diagnosis_json
+            from memdiag.render.report import write_report
+            from memdiag.render.report.build import diagnose_document
 
-            write_html(str(html), diagnose_html(t.path, diagnoses))
+            doc = diagnose_document(t, settings, [diagnosis_json(d) for d in diagnoses], memory)
+            write_report(str(html), doc)
             stderr().print(f"wrote HTML report to {html}", markup=False)
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
