@@ -207,9 +207,7 @@ def test_hovering_a_message_id_shows_its_text_role_session_and_tokens(reports, o
     assert not pop.is_visible()
 
 
-def test_clicking_a_diagnose_card_moves_the_timeline_to_the_failure_and_its_cause(
-    reports, opened
-):
+def test_clicking_a_diagnose_card_moves_the_timeline_to_the_failure_and_its_cause(reports, opened):
     r = CliRunner().invoke(app, ["diagnose", str(DEMO), "--budget", "400", "--format", "json"])
     diagnoses = json.loads(r.stdout)["diagnoses"]
     first = diagnoses[0]
@@ -247,7 +245,8 @@ def test_chinese_text_renders_as_written(reports, opened):
     o.page.evaluate("memdiag.setTurn(1)")
     o.settle()
     user = t.messages[t.turns[0].user_index]
-    row = o.page.locator(f".col[data-strategy='sliding_window'] .msg-rows .row:has-text('{user.id}')")
+    col = o.col("sliding_window")
+    row = col.locator(f".msg-rows .row[data-i='{user.index}']")
     row.first.hover()
     assert user.content in o.page.locator("#pop .body").inner_text()
     # a CJK font is not needed for the text to be the text: compare it, not pixels
@@ -256,11 +255,11 @@ def test_chinese_text_renders_as_written(reports, opened):
 
 HOSTILE = [
     "</script><script>window.__pwned = 1; alert('script')</script>",
-    "\"><img src=x onerror=\"window.__pwned = 2; alert('img')\">",
-    "<a href=\"javascript:window.__pwned = 3\">click me</a> javascript:alert(4)",
+    '"><img src=x onerror="window.__pwned = 2; alert(\'img\')">',
+    '<a href="javascript:window.__pwned = 3">click me</a> javascript:alert(4)',
     "' onmouseover='window.__pwned = 5' x='",
     "{{script}} {{data}} <!-- <style>body{display:none}</style> -->",
-    "<iframe src=\"https://example.com/\"></iframe><link rel=stylesheet href=\"https://example.com/x.css\">",
+    '<iframe src="https://example.com/"></iframe><link rel=stylesheet href="https://example.com/x.css">',
 ]
 
 
