@@ -57,7 +57,7 @@
       if (prev !== null && s !== prev) r.sessionStarts.push(t + 1);
       prev = s;
     });
-    r.strategies.forEach(function (s) { s._n = s.entered.length; s._cp = null; });
+    r.strategies.forEach(function (s) { s._n = s.entered.length; s._cp = null; s._memo = null; });
     return r;
   }
 
@@ -84,6 +84,15 @@
   /* message indices in the window of strategy s at its turn position i (0-based) */
   function windowAt(s, i) {
     if (i < 0 || i >= s._n) return [];
+    // stepping turn by turn asks for i and i-1: keep the last few windows
+    s._memo = s._memo || [];
+    for (var q = 0; q < s._memo.length; q++) if (s._memo[q][0] === i) return s._memo[q][1];
+    var w = rebuild(s, i);
+    s._memo.push([i, w]);
+    if (s._memo.length > 4) s._memo.shift();
+    return w;
+  }
+  function rebuild(s, i) {
     var c = Math.floor(i / CHECKPOINT), cps = checkpoints(s);
     if (i === c * CHECKPOINT) return cps[c];
     var set = new Set(cps[c]);
@@ -170,7 +179,7 @@
       row.dataset.facts = facts.join(",");
     }
     add(row, h("span", "id", m.id[i]), h("span", "role", m.role[i]), h("span", "tk", m.tokens[i]),
-      h("span", "pv", m.text[i].replace(/\s+/g, " ").slice(0, 200)));
+      h("span", "pv", m.text[i].slice(0, 240).replace(/\s+/g, " ")));
     if (why) add(row, h("span", "why", why));
     return row;
   }
@@ -594,10 +603,12 @@
     cols.appendChild(frag);
     ui.userRow.textContent = "";
     add(ui.userRow, h("span", "dim", "user message of this turn: "), msgRow(user));
-    if (history.replaceState) {
-      try { history.replaceState(null, "", "#run=" + S.run + "&turn=" + turn); } catch (e) { /* file:// quirks */ }
-    }
+    clearTimeout(hashTimer); // the address remembers the turn (browsers throttle rapid updates)
+    hashTimer = setTimeout(function () {
+      try { history.replaceState(null, "", "#run=" + S.run + "&turn=" + S.turn); } catch (e) { /* file:// quirks */ }
+    }, 300);
   }
+  var hashTimer = null;
 
   function factChips() {
     var wrap = h("div", "facts");
@@ -721,6 +732,14 @@
     data: DATA,
     turn: function () { return S.turn; },
     setTurn: function (n) { setTurn(n); },
+    /* render turn n now and return the milliseconds it took (benchmarks) */
+    renderNow: function (n) {
+      var t = performance.now();
+      S.turn = clamp(Math.round(n) || 1, 1, Math.max(1, R.T));
+      render();
+      void app.offsetHeight; // include style and layout
+      return performance.now() - t;
+    },
     run: function (k) { mount(k); },
     openedMs: performance.now() - t0
   };
