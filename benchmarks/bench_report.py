@@ -27,12 +27,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_replay import generate  # noqa: E402
+from bench_replay import generate
 
-from memdiag.config import Settings  # noqa: E402
-from memdiag.render.report import TextRecorder, write_report  # noqa: E402
-from memdiag.render.report.build import replay_document  # noqa: E402
-from memdiag.replay import run  # noqa: E402
+from memdiag.config import Settings
+from memdiag.render.report import TextRecorder, write_report
+from memdiag.render.report.build import replay_document
+from memdiag.replay import run
 
 FLAGS = [
     "--headless",
