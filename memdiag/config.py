@@ -117,15 +117,6 @@ class Settings:
             top[section] = dataclasses.replace(getattr(self, section), **values)
         return dataclasses.replace(self, **top)
 
-    def audit_settings(self) -> Any:
-        """The store audit's settings (memdiag.stores.audit.AuditSettings) from this config."""
-        # the audit's own dataclass is a superset (paging, block size, a fixed `now` for tests)
-        from memdiag.stores.audit import AuditSettings as StoreAuditSettings
-
-        names = {f.name for f in dataclasses.fields(StoreAuditSettings)}
-        values = {k: v for k, v in dataclasses.asdict(self.audit).items() if k in names}
-        return StoreAuditSettings(**values)
-
     def validate(self) -> Settings:
         """Check the values the schema alone can judge; names of strategies and summarizers are
         checked by their registries (``memdiag.strategies.validate_settings``)."""
