@@ -304,3 +304,44 @@ def test_hostile_transcript_text_stays_inert(tmp_path, browser):
         assert page.locator("#app").is_visible()  # the injected style did not apply
         assert log.requests == [] and log.errors == [] and log.dialogs == [], log
         page.close()
+
+
+def test_check_report_lists_cases_and_links_expectations_to_turns(tmp_path, browser):
+    spec = tmp_path / "checks.yaml"
+    spec.write_text(
+        "version: 1\n"
+        "defaults: {strategy: {name: sliding_window, budget: 400}}\n"
+        "cases:\n"
+        f"  - name: evicted at six\n    transcript: {DEMO}\n    expect:\n"
+        f"      - lost: {FACT}\n        at_turn: 6\n"
+        f"  - name: wrongly kept\n    transcript: {DEMO}\n    expect:\n"
+        f"      - kept: {FACT}\n        at_turn: 8\n"
+        f"  - name: profile\n    store: {{facts_file: {FIXTURES / 'facts.json'}}}\n"
+        "    expect:\n      - fact_key: name\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "check.html"
+    r = CliRunner().invoke(app, ["check", str(spec), "--html", str(out)])
+    assert r.exit_code == 1, r.output  # the second case fails, and the report is still written
+    log = PageLog()
+    page = open_report(browser, out, log)
+    rows = page.locator("#cases tr[data-run]")
+    assert rows.count() == 3
+    marks = rows.locator("td:first-child").all_inner_texts()
+    assert marks == ["✓", "✗", "✓"]
+    assert rows.nth(2).get_attribute("data-run") == ""  # no transcript: no timeline
+    rows.nth(1).click()
+    card = page.locator(".card[data-card='0']")
+    assert "failed" in (card.get_attribute("class") or "")
+    assert "lost at turn 6" in card.inner_text()
+    page.keyboard.press("Home")
+    card.locator("h3").click()
+    page.evaluate("new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
+    assert page.evaluate("memdiag.turn()") == 8
+    card.locator("[data-jump='cause']").click()
+    page.evaluate("new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
+    assert page.evaluate("memdiag.turn()") == 6
+    col = page.locator(".col[data-strategy='sliding_window']")
+    assert "u1" in col.locator(".left-rows .row[data-left='evicted'] .id").all_inner_texts()
+    assert log.requests == [] and log.errors == [] and log.dialogs == [], log
+    page.close()

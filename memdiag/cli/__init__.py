@@ -438,6 +438,7 @@ def convert(
         "Examples:\n\n"
         "  memdiag check memdiag-checks.yaml\n\n"
         "  memdiag check memdiag-checks.yaml --junit report.xml --jobs 4\n\n"
+        "  memdiag check memdiag-checks.yaml --html report.html   (timeline of every case)\n\n"
         "  memdiag check memdiag-checks.yaml --format json > check.json\n\n"
         "Spec (paths are relative to the spec file):\n\n"
         "  version: 1\n\n"
@@ -461,6 +462,7 @@ def check(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Run cases in this many processes.")
     ] = 1,
+    html: HtmlOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run memory regression checks from a YAML spec (for CI).
@@ -472,12 +474,18 @@ def check(
     with errors():
         from memdiag.checks import check as run_checks
 
+        html_target(html)
+        base = settings_from(config)
         with progress("checking", min_total=2) as tick:
-            report = run_checks(spec, settings_from(config), jobs, tick)
+            report = run_checks(spec, base, jobs, tick)
         if junit is not None:
             from memdiag.render.junit import write_junit
 
             write_junit(report, junit)
+        if html is not None:
+            from memdiag.render.report.checks import check_document
+
+            write_html(html, check_document(spec, base, report))
         output.to_renderer().check(report)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             from memdiag.render.junit import github_annotations

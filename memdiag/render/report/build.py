@@ -58,18 +58,17 @@ def replay_for_report(
     return report, recorder
 
 
-def _cause(report: ReplayReport, strategy: str, fact_index: int, turn: int) -> tuple[Any, Any]:
-    """The last time the fact left the window of ``strategy`` before ``turn``: (turn, why)."""
+def cause_of(report: ReplayReport, strategy: str, fact_index: int, turn: int) -> tuple[Any, Any]:
+    """When the fact is out of ``strategy``'s window at ``turn``: the turn it left, and why."""
     for res in report.results:
         if res.name != strategy:
             continue
-        lost = [
-            e
-            for e in res.facts[fact_index].history
-            if e["event"] == "lost" and int(str(e["turn"])) <= turn
-        ]
-        if lost:
-            return lost[-1]["turn"], lost[-1].get("mechanism")
+        last = None
+        for event in res.facts[fact_index].history:
+            if int(str(event["turn"])) <= turn:
+                last = event
+        if last is not None and last["event"] == "lost":
+            return last["turn"], last.get("mechanism")
     return None, None
 
 
@@ -84,7 +83,7 @@ def diagnosis_cards(
         k = report.facts.index(d["fact"]) if d["fact"] in report.facts else None
         cause_turn, cause = details.get("lost_at_turn"), details.get("mechanism")
         if cause_turn is None and k is not None and d.get("verdict") != "in_context":
-            cause_turn, cause = _cause(report, strategy, k, int(d["at_turn"]))
+            cause_turn, cause = cause_of(report, strategy, k, int(d["at_turn"]))
         cards.append(
             {
                 "type": "diagnosis",

@@ -509,19 +509,45 @@
   function checkCard(c, ci) {
     var card = h("div", "card " + (c.passed ? "passed" : "failed"));
     add(card, h("h3", null, (c.passed ? "✓ " : "✗ ") + c.name));
-    add(card, h("p", "dim", c.expectations + " expectation(s)" + (c.line ? ", spec line " + c.line : "")));
+    add(card, h("p", "dim", (c.strategy ? c.strategy + ", " : "") + "spec line " + c.line));
     if (c.failures.length) {
       var ul = h("ul");
       c.failures.forEach(function (f) { add(ul, h("li", "no", f)); });
       add(card, ul);
     }
-    if (c.turn) {
-      var j = h("button", "jump", "turn " + c.turn);
-      j.dataset.jump = "failure";
-      j.addEventListener("click", function (e) { e.stopPropagation(); selectCard(ci); });
-      add(card, j);
+    var jumps = h("p");
+    var j = h("button", "jump", "turn " + c.turn);
+    j.dataset.jump = "failure";
+    j.addEventListener("click", function (e) { e.stopPropagation(); selectCard(ci); });
+    add(jumps, j);
+    if (c.cause_turn) {
+      var j2 = h("button", "jump", "left at turn " + c.cause_turn + " (" + (c.cause || "left") + ")");
+      j2.dataset.jump = "cause";
+      j2.addEventListener("click", function (e) { e.stopPropagation(); selectCard(ci, true); });
+      add(jumps, j2);
     }
+    add(card, jumps);
     return card;
+  }
+
+  function caseTable() {
+    var tb = h("table", "cases"), tr = h("tr");
+    tb.id = "cases";
+    add(tr, h("th", null, ""), h("th", null, "case"), h("th", null, "failures"));
+    add(tb, tr);
+    DATA.cases.forEach(function (c) {
+      var r = h("tr", c.run === S.run ? "current" : "");
+      r.dataset.run = c.run === null ? "" : String(c.run);
+      add(r, h("td", c.passed ? "yes" : "no", c.passed ? "✓" : "✗"), h("td", null, c.name),
+        h("td", "no", c.failures.join("; ")));
+      if (c.run !== null) {
+        r.style.cursor = "pointer";
+        r.title = "show this case's timeline";
+        r.addEventListener("click", function () { mount(c.run); });
+      }
+      add(tb, r);
+    });
+    return tb;
   }
 
   function buildCards() {
@@ -630,21 +656,30 @@
 
   function mount(runIndex) {
     S.run = runIndex; S.card = null; S.cause = null; S.focus = null; S.showAll = {};
-    R = prepare(DATA.runs[runIndex]);
+    R = DATA.runs.length ? prepare(DATA.runs[runIndex]) : null;
     app.textContent = "";
     add(app, h("h1", null, DATA.title));
+    if (DATA.cases) {
+      var passed = DATA.cases.filter(function (c) { return c.passed; }).length;
+      add(app, h("p", "meta", passed + " of " + DATA.cases.length + " case(s) passed"));
+      add(app, caseTable());
+    }
+    if (!R) { add(app, h("p", "dim", "No case replays a transcript, so there is no timeline.")); return; }
     if (DATA.runs.length > 1) {
       var sel = h("select"); sel.id = "run";
       DATA.runs.forEach(function (r, k) { var o = h("option", null, r.name); o.value = String(k); add(sel, o); });
       sel.value = String(runIndex);
       sel.addEventListener("change", function () { mount(+sel.value); });
-      var p = h("p"); add(p, "run: ", sel); add(app, p);
+      var p = h("p"); add(p, DATA.kind === "check" ? "case: " : "run: ", sel); add(app, p);
     }
     var run = R.run;
     add(app, h("p", "meta", run.transcript + " — " + run.messages.id.length + " messages, " + R.T + " turns, " +
       run.sessions.length + " session(s); encoding " + run.encoding + ", budget " + run.budget + " tokens; memdiag " + DATA.memdiag));
     var cards = buildCards();
-    if (cards) { add(app, h("h2", null, DATA.kind === "check" ? "Checks" : "Diagnoses")); add(app, cards); }
+    if (cards) {
+      add(app, h("h2", null, DATA.kind === "check" ? "Expectations of “" + run.name + "”" : "Diagnoses"));
+      add(app, cards);
+    }
     if (run.facts.length) {
       add(app, h("h2", null, "Tracked facts" + (run.facts[0].found ? " (found by memdiag)" : "")));
       add(app, factChips());
