@@ -22,18 +22,24 @@ from typer.testing import CliRunner  # noqa: E402
 
 from memdiag.cli import app  # noqa: E402
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    binary = next(
-        (b for b in (os.environ.get("MEMDIAG_CHROMIUM"), shutil.which("chromium-headless-shell"),
-                     shutil.which("chromium")) if b),  # fmt: skip
-        None,
-    )
+    candidates = [os.environ.get("MEMDIAG_CHROMIUM")]
+    candidates += [shutil.which(name) for name in ("chromium-headless-shell", "chromium")]
+    binary = next((b for b in candidates if b), None)
     if binary is None:
         sys.exit("no Chromium: apt-get install -y chromium-headless-shell")
     os.chdir(ROOT)  # the report shows the path as given: keep it short
