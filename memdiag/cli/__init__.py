@@ -26,6 +26,7 @@ from memdiag.cli.options import (
     FormatOpt,
     FromOpt,
     HtmlOpt,
+    QuietOpt,
     SkipInvalidOpt,
     StoreFlags,
     TopKOpt,
@@ -34,6 +35,7 @@ from memdiag.cli.options import (
     option_groups,
     settings_from,
 )
+from memdiag.cli.terminal import flags_without_a_type, strategies_progress
 from memdiag.errors import MemdiagError
 from memdiag.render import OutputFormat
 
@@ -41,6 +43,9 @@ if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
     from rich.console import Console
 
     from memdiag.transcript import Transcript
+
+
+flags_without_a_type()
 
 app = typer.Typer(
     name="memdiag",
@@ -50,12 +55,12 @@ app = typer.Typer(
         "audit long-term stores, and run memory regression checks in CI."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_state = {"debug": False}
+_state = {"debug": False, "quiet": False, "exit_code": 0}
 
 # --- error boundary and output ---------------------------------------------------------------
 
@@ -63,7 +68,7 @@ _state = {"debug": False}
 def _fail(message: str, code: int) -> NoReturn:
     from rich.markup import escape
 
-    stderr().print(f"[red bold]memdiag:[/] {escape(message)}")
+    stderr(errors=True).print(f"[red bold]memdiag:[/] {escape(message)}")
     raise typer.Exit(code)
 
 
@@ -79,10 +84,11 @@ def errors() -> Iterator[None]:
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except BrokenPipeError:
-        # the reader went away (`memdiag convert x | head`): not an error; silence the flush
+        # the reader went away (`memdiag replay x | head`): not an error, so the exit code is
+        # the command's own (1 only for a failed check); silence the final flush
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(0) from None
+        raise typer.Exit(int(_state["exit_code"])) from None
     except Exception as exc:
         if _state["debug"]:
             traceback.print_exc()
@@ -95,17 +101,24 @@ def errors() -> Iterator[None]:
         )
 
 
-def stderr() -> Console:
+def stderr(errors: bool = False) -> Console:
+    """The console for narration (warnings, progress, "wrote ..."); -q silences all but errors."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    quiet = bool(_state["quiet"]) and not errors
+    return Console(stderr=True, highlight=False, soft_wrap=True, quiet=quiet)
+
+
+def quiet_mode(quiet: bool) -> None:
+    """-q/--quiet given to the command (or before it)."""
+    _state["quiet"] = bool(_state["quiet"] or quiet)
 
 
 @contextmanager
 def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] | None]:
     """A (done, total) progress bar on stderr, shown once a run has ``min_total`` steps, on a
     terminal only (None otherwise)."""
-    if not sys.stderr.isatty():
+    if _state["quiet"] or not sys.stderr.isatty():
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -183,10 +196,14 @@ def main_callback(
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
     ] = False,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version."),
     ] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     _state["debug"] = debug or bool(os.environ.get("MEMDIAG_DEBUG"))
+    _state["quiet"] = quiet
+    _state["exit_code"] = 0
 
 
 @app.command(
@@ -209,6 +226,7 @@ def replay(
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
@@ -218,6 +236,7 @@ def replay(
     section, and when each tracked fact left the window (and by which mechanism).
     """
     with errors():
+        quiet_mode(quiet)
         from memdiag.errors import UsageError
         from memdiag.replay import run
         from memdiag.stores.open import profile_memory
@@ -237,17 +256,18 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
-        n = len(t.turns) * (3 if settings.strategy == "all" else 1)
+        from memdiag.replay import strategy_names
+
+        per_strategy = len(t.turns)
+        n = per_strategy * len(strategy_names(settings.strategy))
         recorder = None
         if html_target(html) is not None:
             from memdiag.render.report import TextRecorder
 
             recorder = TextRecorder(t)  # the summary and pinned text at every turn
         with progress("replaying", min_total=2000) as tick:
-            advance = (lambda done: tick(done, n)) if tick is not None else None
-            report = run(
-                t, settings, fact or (), progress=advance, memory=memory, observe=recorder
-            )
+            advance = strategies_progress(tick, per_strategy, n) if tick is not None else None
+            report = run(t, settings, fact or (), progress=advance, memory=memory, observe=recorder)
         output.to_renderer().replay(report, show)
         if html is not None:
             from memdiag.render.report.build import replay_document
@@ -289,6 +309,7 @@ def diagnose(
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
@@ -297,6 +318,7 @@ def diagnose(
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
+        quiet_mode(quiet)
         from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
@@ -323,6 +345,8 @@ def diagnose(
             progress("diagnosing", min_total=2) as tick,
         ):
             diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+        if layers and any(d.layer in layers for d in diagnoses):
+            _state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
             from memdiag.render.report.build import diagnose_document
@@ -363,6 +387,7 @@ def inspect_store(
     ] = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Audit long-term stores: a JSON facts file and/or a Chroma collection (read-only).
 
@@ -370,6 +395,7 @@ def inspect_store(
     vector store, distance-metric pitfalls, missing metadata and facts-file/vector disagreements."""
     code = 0
     with errors():
+        quiet_mode(quiet)
         from memdiag.errors import UsageError
         from memdiag.stores.audit import SEVERITIES, audit
         from memdiag.stores.open import LongTermStores
@@ -392,9 +418,7 @@ def inspect_store(
             LongTermStores.from_settings(settings) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
-            report = audit(
-                opened.facts, opened.chroma, opened.collection, settings.audit, tick
-            )
+            report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
         output.to_renderer().audit(report)
         if fail_on is not None:
             worst = SEVERITIES.index(fail_on)
@@ -417,9 +441,11 @@ def convert(
     ] = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Convert any supported transcript format to canonical JSONL."""
     with errors():
+        quiet_mode(quiet)
         from memdiag.transcript.writer import write_canonical
 
         t = load_transcript(source, input_format, skip_invalid)
@@ -464,6 +490,7 @@ def check(
     ] = 1,
     html: HtmlOpt = None,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run memory regression checks from a YAML spec (for CI).
 
@@ -472,12 +499,14 @@ def check(
     """
     code = 0
     with errors():
+        quiet_mode(quiet)
         from memdiag.checks import check as run_checks
 
         html_target(html)
         base = settings_from(config)
         with progress("checking", min_total=2) as tick:
             report = run_checks(spec, base, jobs, tick)
+        _state["exit_code"] = 0 if report.ok else 1  # kept if the output pipe closes early
         if junit is not None:
             from memdiag.render.junit import write_junit
 

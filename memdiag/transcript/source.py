@@ -22,6 +22,7 @@ from memdiag.transcript.blocks import text_of
 from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
 
 MAX_BYTES = 2 * 1024**3
+STDIN = "<stdin>"  # the name of standard input (the path `-`) in errors and reports
 # fields of a message that the canonical reader interprets; any other key is metadata
 MESSAGE_FIELDS = frozenset(
     {
@@ -56,17 +57,32 @@ class Source:
         return InputError(message, path=self.path, line=line)
 
 
-def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
-    """Read a file as one JSON document or as JSON Lines; errors name file and line."""
-    p = Path(path)
-    name = str(path)
+def _read_file(p: Path, name: str) -> bytes:
     if not p.exists():
         raise InputError("no such file", path=name)
     if p.is_dir():
         raise InputError("is a directory, expected a transcript file", path=name)
     if p.stat().st_size > MAX_BYTES:
         raise InputError("file larger than 2 GiB", path=name)
-    data = p.read_bytes()
+    return p.read_bytes()
+
+
+def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
+    """Read a file as one JSON document or as JSON Lines; errors name file and line.
+
+    ``-`` reads standard input (named ``<stdin>`` in errors and reports).
+    """
+    p = Path(path)
+    name = str(path)
+    if name == "-":
+        import sys
+
+        name = STDIN
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise InputError("input larger than 2 GiB", path=name)
+    else:
+        data = _read_file(p, name)
     if b"\x00" in data[:8192]:
         raise InputError("binary file (NUL bytes), expected UTF-8 JSON or JSON Lines", path=name)
     try:
