@@ -45,7 +45,10 @@ def replay_for_report(
         if indices and not rctx.evidence_of(fact):
             rctx.remember_evidence(fact, indices)
     recorder = TextRecorder(transcript)
-    results = [replay(rctx, name, facts, observe=recorder(name)) for name in strategy_names("all")]
+    names = strategy_names("all")
+    if getattr(transcript, "windows", None) and "observed" not in names:
+        names.append("observed")  # the recorded requests of a trace: one more column
+    results = [replay(rctx, name, facts, observe=recorder(name)) for name in names]
     report = ReplayReport(
         transcript,
         rctx.counter.encoding_name,
