@@ -11,18 +11,22 @@ an error, so valid input is parsed once.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.fileio import LimitError, decode_utf8, json_loads, read_bytes
+from memdiag.transcript.blocks import drop_nulls as drop_nulls  # re-exported for formats
 from memdiag.transcript.blocks import text_of
 from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
 
 MAX_BYTES = 2 * 1024**3
+STDIN = "<stdin>"  # the name of standard input (the path `-`) in errors and reports
 # fields of a message that the canonical reader interprets; any other key is metadata
 MESSAGE_FIELDS = frozenset(
     {
@@ -57,21 +61,40 @@ class Source:
         return InputError(message, path=self.path, line=line)
 
 
+def _read_file(name: str) -> tuple[str, bytes]:
+    data = read_bytes(name, MAX_BYTES, "transcript")  # regular files only, read with a bound
+    if data[:4] == b"PK\x03\x04":  # a chat export as downloaded: read its conversations.json
+        return _export_member(Path(name), name)
+    return name, data
+
+
 def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
-    """Read a file as one JSON document or as JSON Lines; errors name file and line."""
+    """Read a file as one JSON document or as JSON Lines; errors name file and line.
+
+    ``-`` reads standard input (named ``<stdin>`` in errors and reports). Reading is bounded
+    (:mod:`memdiag.fileio`): size, nesting depth, integer digits; lone surrogates replaced.
+    """
     name = str(path)
-    text = decode_utf8(
-        read_bytes(path, MAX_BYTES, "transcript"), name, "UTF-8 JSON or JSON Lines transcript"
-    )
+    if name == "-":
+        import sys
+
+        name = STDIN
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise InputError("input larger than 2 GiB", path=name)
+    else:
+        name, data = _read_file(name)
+    text = decode_utf8(data, name, "UTF-8 JSON or JSON Lines transcript")
     if not text.strip():
         raise InputError("empty file, expected JSON Lines with one message per line", path=name)
     stripped = text.lstrip()
+    doc_error: json.JSONDecodeError | None = None
     if stripped[0] in "[{":
         # one JSON document (a JSON array, or an object spread over several lines)?
         try:
             doc = json_loads(text)
-        except json.JSONDecodeError:
-            doc = None
+        except json.JSONDecodeError as exc:
+            doc, doc_error = None, exc
         except LimitError as exc:  # valid JSON beyond a limit: no use reading it as lines
             if "\n" in text.strip():
                 raise InputError(str(exc), path=name) from None
@@ -90,6 +113,15 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.records.append((lineno, json_loads(raw)))
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError):
+                if doc_error is not None and not source.records and "\n" in text.strip():
+                    # not JSON Lines either: one document cut short or broken (an export)
+                    cut = doc_error.pos >= len(text.rstrip()) or doc_error.msg.startswith("Unterm")
+                    ends = " (the file ends there: truncated?)" if cut else ""
+                    raise InputError(
+                        f"invalid JSON at column {doc_error.colno}: {doc_error.msg}{ends}",
+                        path=name,
+                        line=doc_error.lineno,
+                    ) from None
                 message = f"invalid JSON at column {exc.colno}: {exc.msg}"
                 short = f"invalid JSON ({exc.msg})"
             else:
@@ -100,6 +132,53 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.warnings.append(f"{name}:{lineno}: skipped: {short}")
             source.problems.append(ReadProblem(message, lineno))
     return source
+
+
+_BLOB_KEYS = {"file_data", "data", "base64", "image_url", "url"}
+
+
+def slim_blobs(value: Any) -> Any:
+    """A copy where inline files (data: URLs, base64 `file_data`/`data`) are replaced by their
+    size: an image sent inline would otherwise be copied into the canonical output whole."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            inline = isinstance(v, str) and (v.startswith("data:") or len(v) > 4096)
+            out[k] = (
+                f"<inline data, {len(v)} chars>" if k in _BLOB_KEYS and inline else slim_blobs(v)
+            )
+        return out
+    if isinstance(value, list):
+        return [slim_blobs(v) for v in value]
+    return value
+
+
+EXPORT_MEMBER = "conversations.json"
+
+
+def _export_member(path: Path, name: str) -> tuple[str, bytes]:
+    """The conversations.json of a ChatGPT or Claude.ai export zip (`export.zip/conversations.json`
+    names it in messages)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [
+                i for i in archive.infolist() if i.filename.rsplit("/", 1)[-1] == EXPORT_MEMBER
+            ]
+            if not members:
+                listed = ", ".join(archive.namelist()[:8])
+                raise InputError(
+                    f"a zip file without {EXPORT_MEMBER} (a ChatGPT or Claude.ai export has one); "
+                    f"it holds: {listed}",
+                    path=name,
+                )
+            member = min(members, key=lambda i: i.filename.count("/"))
+            if member.file_size > MAX_BYTES:
+                raise InputError(f"{member.filename}: larger than 2 GiB", path=name)
+            return f"{name}/{member.filename}", archive.read(member)
+    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+        raise InputError(f"cannot read the zip file: {exc}", path=name) from None
 
 
 def invalid(source: Source, skip_invalid: bool, line: int, message: str) -> None:
@@ -293,7 +372,8 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
-    extra = {k: v for k, v in obj.items() if k not in MESSAGE_FIELDS}
+    # SDK dumps fill optional fields with null (refusal, audio, usage details): not copied
+    extra = {k: drop_nulls(v) for k, v in obj.items() if k not in MESSAGE_FIELDS and v is not None}
     if extra:
         meta = {**meta, **extra}
     return RawMessage(
@@ -309,3 +389,111 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
         forgot=forgot,
         metadata=meta,
     )
+
+
+# --- exports: JSON paths in errors, one conversation out of many --------------------------
+
+
+def bad_at(
+    source: Source, skip_invalid: bool, where: str, message: str, line: int | None = None
+) -> None:
+    """An error at a JSON path inside the file (`[3].mapping.ab12.message.content: ...`);
+    with --skip-invalid it is counted and reported instead."""
+    text = f"{where}: {message}" if where else message
+    if not skip_invalid:
+        raise InputError(text, path=source.path, line=line)
+    source.skipped += 1
+    at = f"{source.path}:{line}" if line is not None else source.path
+    source.warnings.append(f"{at}: skipped: {text}")
+    source.problems.append(ReadProblem(text, line))
+
+
+def json_key(where: str, name: str) -> str:
+    """A JSON path step: `where.name` (`name` alone at the top)."""
+    return f"{where}.{name}" if where else name
+
+
+class PathError(Exception):
+    """A record that cannot be read, at a JSON path: the reader turns it into bad_at()."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.message = message
+
+
+def iso_time(value: Any) -> str | None:
+    """An epoch (seconds, as ChatGPT exports write it) or an ISO string → ISO 8601 UTC."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            moment = dt.datetime.fromtimestamp(float(value), tz=dt.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return moment.isoformat().replace("+00:00", "Z")
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One conversation (or SDK session) that a file holds, as listed to the user."""
+
+    id: str
+    title: str = ""
+    messages: int = 0
+    ts: str | None = None
+    unit: str = "message"
+
+    def line(self) -> str:
+        parts = [self.id]
+        if self.title:
+            parts.append(repr(self.title))
+        parts.append(f"{self.messages} {self.unit}{'s' if self.messages != 1 else ''}")
+        if self.ts:
+            parts.append(self.ts)
+        return "  " + "  ".join(parts)
+
+
+LISTED = 50  # conversations listed when none is chosen (an export may hold thousands)
+
+
+class ChoiceNeeded(InputError):
+    """A file holds several conversations and none was chosen: exit 2 with the list."""
+
+    def __init__(self, path: str, head: str, flag: str, choices: Sequence[Choice]) -> None:
+        self.choices = tuple(choices)
+        shown = [c.line() for c in self.choices[:LISTED]]
+        if len(self.choices) > LISTED:
+            shown.append(f"  ... and {len(self.choices) - LISTED} more")
+        listing = "\n".join(shown)
+        how = "ID or title" if any(c.title for c in self.choices) else "ID"
+        super().__init__(
+            f"{head}; choose one with {flag} {how} (or {flag} all):\n{listing}", path=path
+        )
+
+
+def choose(
+    path: str, what: str, flag: str, choices: Sequence[Choice], select: str | None
+) -> list[int]:
+    """The chosen conversations: ``all``; or one by id, by exact title, or by a unique
+    case-insensitive title prefix; or the only one. Raises ChoiceNeeded with the list."""
+    if select == "all":
+        return list(range(len(choices)))
+    if select is None:
+        if len(choices) == 1:
+            return [0]
+        raise ChoiceNeeded(path, f"holds {len(choices)} {what}s", flag, choices)
+    for k, c in enumerate(choices):
+        if c.id == select:
+            return [k]
+    titled = [k for k, c in enumerate(choices) if c.title == select]
+    if not titled:
+        folded = select.casefold()
+        titled = [k for k, c in enumerate(choices) if c.title.casefold().startswith(folded)]
+    if len(titled) == 1:
+        return titled
+    if len(titled) > 1:
+        head = f"{len(titled)} {what}s match {select!r}"
+        raise ChoiceNeeded(path, head, flag, [choices[k] for k in titled])
+    raise ChoiceNeeded(path, f"no {what} is {select!r} among {len(choices)}", flag, choices)
