@@ -18,13 +18,21 @@ def clip(value: object, limit: int = SHOWN_CHARS) -> str:
 class MemdiagError(Exception):
     """Base class for expected failures: one clear line, no traceback.
 
-    ``str()`` is always one line of at most MAX_MESSAGE characters, whatever a message quotes.
+    ``str()`` is one line of at most MAX_MESSAGE characters, whatever a message quotes (an
+    error that lists choices keeps its few lines, each clipped).
     """
 
     exit_code = 3
+    listing = False  # True: a head line and a short list below it, each line clipped
 
     def __str__(self) -> str:
-        return clip(super().__str__(), MAX_MESSAGE)
+        text = super().__str__()
+        if self.listing:
+            return "\n".join(
+                line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE] + "…"
+                for line in text.splitlines()
+            )
+        return clip(text, MAX_MESSAGE)
 
 
 class InputError(MemdiagError):

@@ -461,6 +461,8 @@ LISTED = 50  # conversations listed when none is chosen (an export may hold thou
 class ChoiceNeeded(InputError):
     """A file holds several conversations and none was chosen: exit 2 with the list."""
 
+    listing = True
+
     def __init__(self, path: str, head: str, flag: str, choices: Sequence[Choice]) -> None:
         self.choices = tuple(choices)
         shown = [c.line() for c in self.choices[:LISTED]]
