@@ -172,15 +172,26 @@ def unknown_key_error(key: Any, allowed: list[str], path: str, line: int | None)
     return InputError(f"unknown key {clip(repr(key))}{suggestion}", path=path, line=line)
 
 
-def to_dataclass(cls: type[T], data: Any, path: str, where: str = "") -> T:
+def to_dataclass(cls: type[T], data: Any, path: str, where: str = "", line: int | None = None) -> T:
     """Build dataclass ``cls`` from a YAML mapping, checking keys and types with line numbers."""
-    if data is None:
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if data is None and not required:
         return cls()
+    if data is None:  # `- null` in a list of rules, a bare `defaults:`
+        raise InputError(
+            f"{where or 'top level'} must be a mapping with {required[0]!r}, got nothing",
+            path=path,
+            line=line,
+        )
     if not isinstance(data, dict):
         raise InputError(
             f"{where or 'top level'} must be a mapping, got {kind_of(data)}",
             path=path,
-            line=line_of(data),
+            line=line_of(data) or line,
         )
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
@@ -191,14 +202,7 @@ def to_dataclass(cls: type[T], data: Any, path: str, where: str = "") -> T:
             raise unknown_key_error(key, names, path, line)
         label = f"{where}.{key}" if where else str(key)
         kwargs[key] = _coerce(hints[key], value, path, line, label)
-    missing = [
-        f.name
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        if f.name not in kwargs
-        and f.init
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-    ]
+    missing = [name for name in required if name not in kwargs]
     if missing:
         what = f"{where} " if where else ""
         raise InputError(f"{what}needs key {missing[0]!r}", path=path, line=line_of(data))
@@ -226,7 +230,7 @@ def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any
                 errors.append(exc)
         raise errors[0]
     if dataclasses.is_dataclass(tp):
-        return to_dataclass(tp, value, path, label)  # type: ignore[arg-type]
+        return to_dataclass(tp, value, path, label, line)  # type: ignore[arg-type]
     if origin in (list, tuple):
         if not isinstance(value, list):
             raise InputError(f"{label} must be a list, got {kind_of(value)}", path=path, line=line)

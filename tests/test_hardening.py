@@ -152,6 +152,7 @@ def test_check_spec_nested_too_deep(tmp_path: Path) -> None:
             "version: 1\nrules:\n  - id: r1\n    field: name\n    patterns: [5]\n",
             "rules.yaml:5: rules[0].patterns[0] must be a string",
         ),
+        ("version: 1\nrules:\n  - null\n", "rules.yaml:3: rules[0] must be a mapping with 'id'"),
     ],
 )
 def test_rules_files(tmp_path: Path, rules: str, expected: str) -> None:
