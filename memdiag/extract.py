@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.text import has_cjk, normalize_key
+from memdiag.text import as_first_person, has_cjk, mask_non_statements, negated_before, normalize_key
 
 BUILTIN_RULES = "rules.yaml"
 NORMALIZERS = ("none", "lower", "first_lower", "timezone", "units")
@@ -189,10 +189,17 @@ class Extractor:
                 run.update(self._woken[k])
         found: list[Extraction] = []
         seen: set[tuple[str, str]] = set()
+        if not run:
+            return found
+        # questions, hypotheticals and quotes of others state nothing: blank them (same length,
+        # so spans still point into ``text``)
+        text = mask_non_statements(text)
         for n in sorted(run):  # rule order, so results do not depend on set iteration
             c = self._compiled[n]
             for regex in c.regexes:
                 for m in regex.finditer(text):
+                    if _negated(text, m):
+                        continue
                     for value, span in _values(c.rule, m):
                         key = (c.rule.field, value.casefold())
                         if key in seen:
@@ -201,6 +208,28 @@ class Extractor:
                         found.append(Extraction(c.rule.field, value, c.strong, span, c.rule.id))
         found.sort(key=lambda e: e.span[0])  # stable: rule order breaks ties
         return found
+
+
+# a value that carries its own negation ("never book X", "don't eat pork", "不要…") is a rule
+# or restriction; any other value is void when its clause is negated ("you don't have to use
+# metric units", "I never said I'm vegan")
+_NEGATIVE_VALUE = re.compile(
+    r"(?i:never|don't|don’t|do not|not|must not|mustn't|should not|shouldn't|may not|cannot|"
+    r"can't|can’t|no)\b|不|别|禁止|请勿|千万|绝对|永远不"
+)
+
+
+def _negated(text: str, m: re.Match[str]) -> bool:
+    if "value" in m.re.groupindex and m.group("value") is not None:
+        if _NEGATIVE_VALUE.match(m.group("value")):
+            return False
+        start = min(m.start(), m.start("value"))
+    else:
+        start = m.start()
+    lead = text[m.start() : start] if start > m.start() else ""
+    if _NEGATIVE_VALUE.search(lead):
+        return False
+    return negated_before(text, m.start())
 
 
 def _values(rule: Rule, m: re.Match[str]) -> list[tuple[str, tuple[int, int]]]:
