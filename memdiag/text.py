@@ -100,7 +100,7 @@ _AUX = (
     r"never|always|usually|often|also|still|now|recently|just|no longer"
 )
 _POSSESSIVE = re.compile(r"\b(?:the )?user(?:'s|’s)", re.IGNORECASE)
-_SUBJECT_VERB = re.compile(rf"\b(?:the )?user (?:(?P<aux>{_AUX})|(?P<verb>{_VERB_S}))\b", re.IGNORECASE)
+
 _ADVERB_VERB = re.compile(
     rf"\bI (never|always|usually|often|also|still|now|recently|just|no longer) ({_VERB_S})\b"
 )
@@ -123,11 +123,13 @@ _THIRD = (
     r"studies|teaches|has been|was born|got|is called|was diagnosed"
 )
 _ADVERBS = r"never|always|usually|often|also|still|now|recently|just|no longer"
-_NAME = rf"(?!(?:{_NOT_NAMES})\b)(?!(?i:{_THIRD}|{_ADVERBS})\b)[A-Z][a-z]+(?: (?!(?:{_NOT_NAMES})\b)[A-Z][a-z]+)?"
+_NAME_WORD = rf"(?!(?:{_NOT_NAMES})\b)(?!(?i:{_THIRD}|{_ADVERBS})\b)[A-Z][a-z]+"
+_NAME = rf"{_NAME_WORD}(?: {_NAME_WORD})?"
 _NAMED_POSSESSIVE = re.compile(rf"{_START}(?:{_NAME}|She|He)(?:'s|’s|s') ")
-_NAMED_SUBJECT = re.compile(
-    rf"{_START}(?:{_NAME}|She|He) (?:(?P<verb>{_THIRD})|(?P<aux>{_AUX}))\b"
+_SUBJECT_VERB = re.compile(
+    rf"\b(?:the )?user (?:(?P<aux>{_AUX})|(?P<verb>{_THIRD}|{_VERB_S}))\b", re.IGNORECASE
 )
+_NAMED_SUBJECT = re.compile(rf"{_START}(?:{_NAME}|She|He) (?:(?P<verb>{_THIRD})|(?P<aux>{_AUX}))\b")
 # "Lives in Berlin", "Is allergic to peanuts", "Never eats pork": mem0's subject-less style
 _BARE_VERB = re.compile(
     rf"{_START}(?:(?P<adv>(?i:{_ADVERBS})) (?P<verb2>{_THIRD}|{_VERB_S})|"
@@ -142,7 +144,8 @@ _BARE_NOUN = re.compile(
 _BARE_ADJ = re.compile(rf"{_START}(?P<adj>Allergic to|Based in|Born on|Born in|Vegetarian|Vegan)\b")
 _ZH_SUBJECT = re.compile(r"(^|[。！？.!?；;\n]\s*)(?:这位)?用户(?=的|\S)")
 _ZH_NAMED = re.compile(
-    r"(^|[。！？.!?；;\n]\s*)(?:(?![我你他她它咱])[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+|他|她)"
+    r"(^|[。！？.!?；;\n]\s*)(?:(?!如果|假如|假设|要是|万一|假使|倘若|想象|假装)"
+    r"(?:(?![我你他她它咱们])[\u4e00-\u9fff]){2,3}?|[A-Z][a-z]+|他|她)"
     r"(?=的(?:名字|生日|时区|工作|职业|饮食)|对\S{1,12}过敏|住在|搬到|有\S{1,6}[病症]|喜欢|偏好|"
     r"吃素|不吃|不喝|习惯用|要求|叫[\u4e00-\u9fffA-Z])"
 )
@@ -249,14 +252,17 @@ def as_first_person(text: str) -> str:
         t = _NAMED_POSSESSIVE.sub(lambda m: _lead(m) + "My ", t)
         t = _NAMED_SUBJECT.sub(lambda m: _lead(m) + "I " + _verb_phrase(m), t)
         t = _BARE_NOUN.sub(
-            lambda m: m.group(0)[: m.start("noun") - m.start()]
-            + "My "
-            + _NOUN_PHRASES.get(m.group("noun").lower(), m.group("noun").lower()),
+            lambda m: (
+                m.group(0)[: m.start("noun") - m.start()]
+                + "My "
+                + _NOUN_PHRASES.get(m.group("noun").lower(), m.group("noun").lower())
+            ),
             t,
         )
         t = _BARE_ADJ.sub(
-            lambda m: m.group(0)[: m.start("adj") - m.start()]
-            + _ADJ_PHRASES[m.group("adj").lower()],
+            lambda m: (
+                m.group(0)[: m.start("adj") - m.start()] + _ADJ_PHRASES[m.group("adj").lower()]
+            ),
             t,
         )
         t = _BARE_VERB.sub(_bare_verb, t)
@@ -278,7 +284,9 @@ _QUOTES = re.compile(
     r"|(?<![\w'’])'[^'\n]*\s[^'\n]*'(?![\w])"
 )
 # the speaker quoting themself ("I always say: ..."): their quote is a statement
-_OWN_QUOTE = re.compile(r"\b(?:I|we)\s+(?:always\s+)?(?:say|said|wrote|told you|asked)[:,]?\s*$", re.I)
+_OWN_QUOTE = re.compile(
+    r"\b(?:I|we)\s+(?:always\s+)?(?:say|said|wrote|told you|asked)[:,]?\s*$", re.I
+)
 _QUESTION_START = re.compile(
     r"^\W*(?:(?:what|what's|which|who|whom|whose|where|when|why|how)\b|"
     r"(?:do|does|did|am|is|are|was|were|can|could|would|will|should|shall|may|might|must|have|"
