@@ -1,0 +1,277 @@
+"""Stores written by the real memory libraries (fixtures/stores/, see the make_*.py scripts).
+
+mem0 2.2.1 (Memory.add(infer=False)), langchain-chroma 1.1.0, LlamaIndex's ChromaVectorStore and
+plain chromadb each hold the same memories of one user, Mia, in their own layout and phrasing.
+memdiag reads each as written: the layout is detected, the text is found where the library put
+it, mem0's bookkeeping collection is skipped, and a multi-tenant store is scoped by user.
+The stores are never modified (their files are hashed before and after).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memdiag.errors import UsageError
+from memdiag.extract import default_extractor
+from memdiag.stores.chroma import open_chroma
+from memdiag.stores.embedding_names import choose_model, names_for_dimension
+from memdiag.stores.layouts import Scope, detect_layout, read_layout
+from tests.conftest import FIXTURES
+
+STORES = FIXTURES / "stores"
+# store -> (memory collection, layout, where the text is, records, phrasing)
+REAL = {
+    "mem0": ("mem0", "mem0", "metadata.data", 18, "subjectless"),
+    "langchain": ("langchain", "langchain", "documents", 14, "third"),
+    "llamaindex": ("memories", "llamaindex", "documents", 14, "named"),
+    "chroma": ("memories", "chroma", "documents", 14, "first"),
+}
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def read(store: str, scope: Scope | None = None, collection: str | None = None) -> Any:
+    name = collection or REAL[store][0]
+    with open_chroma(str(STORES / store)) as s:
+        return read_layout(s.read(name), scope)
+
+
+@pytest.mark.parametrize("store", sorted(REAL))
+def test_layout_is_detected_and_text_read_where_the_library_put_it(store: str) -> None:
+    before = tree_digest(STORES / store)
+    _, layout, text_from, count, _ = REAL[store]
+    r = read(store)
+    assert (r.layout.name, r.layout.text_from) == (layout, text_from)
+    assert len(r.data.ids) == count and r.unreadable == () and r.problems == ()
+    assert all(d and d.strip() for d in r.data.documents)
+    assert r.data.embeddings is not None and r.data.embeddings.shape == (count, 384)
+    # the library's own keys are not the user's metadata
+    own = {"data", "hash", "text_lemmatized", "_node_content", "_node_type", "doc_id"}
+    assert not any(own & set(m) for m in r.data.metadatas)
+    assert tree_digest(STORES / store) == before
+
+
+def test_mem0_text_lives_in_metadata_data() -> None:
+    with open_chroma(str(STORES / "mem0")) as s:
+        raw = s.read("mem0")
+    assert all(not d for d in raw.documents)  # mem0 leaves documents empty
+    r = read_layout(raw)
+    i = r.data.ids.index("6d656d30-0000-4000-8000-000000000006")
+    assert r.data.documents[i] == "Name is Mia"
+    assert r.data.metadatas[i]["user_id"] == "mia" and r.data.metadatas[i]["key"] == "name"
+
+
+def test_mem0_bookkeeping_collection_is_not_memories() -> None:
+    r = read("mem0", collection="mem0migrations")
+    assert r.layout.bookkeeping and r.layout.name == "mem0"
+    assert r.data.ids == [] and r.problems == ()
+
+
+def test_mem0_is_scoped_by_user_agent_and_run() -> None:
+    every = read("mem0")
+    assert every.tenants == {
+        "user_id=mia": 14,
+        "user_id=mia, run_id=kyoto-planning": 1,
+        "user_id=tom": 2,
+        "agent_id=wayfarer": 1,
+    }
+    mia = read("mem0", Scope(user_id="mia"))
+    assert len(mia.data.ids) == 15 and mia.out_of_scope == 3
+    assert "Lives in Paris" not in mia.data.documents  # Tom's
+    tom = read("mem0", Scope(user_id="tom"))
+    assert sorted(tom.data.documents) == ["Is allergic to shellfish", "Lives in Paris"]
+    run = read("mem0", Scope(user_id="mia", run_id="kyoto-planning"))
+    assert run.data.documents == ["Is looking at ryokans in Gion for the Kyoto trip"]
+    agent = read("mem0", Scope(agent_id="wayfarer"))
+    assert agent.data.documents == ["Always answer in metric units"]
+    assert Scope(user_id="mia", run_id="r").where() == {
+        "$and": [{"user_id": {"$eq": "mia"}}, {"run_id": {"$eq": "r"}}]
+    }
+
+
+def test_scope_on_a_store_without_tenants_says_so_and_reads_all() -> None:
+    r = read("langchain", Scope(user_id="mia"))
+    assert len(r.data.ids) == 14
+    assert r.problems == (
+        "collection 'langchain' has no user_id metadata: user_id=mia does not narrow it, "
+        "all records are read",
+    )
+
+
+@pytest.mark.parametrize("store", sorted(REAL))
+def test_every_phrasing_yields_the_same_facts(store: str) -> None:
+    """Subject-less (mem0), "User …" (langchain), "Mia …" (LlamaIndex), "I …" (plain)."""
+    r = read(store, Scope(user_id="mia") if store == "mem0" else None)
+    ex = default_extractor()
+    facts = {
+        (e.field, e.value)
+        for doc, meta in zip(r.data.documents, r.data.metadatas, strict=True)
+        for e in ex.read_memory(doc, meta)
+    }
+    assert facts == {
+        ("name", "Mia"),
+        ("allergy", "peanuts"),
+        ("location", "Berlin"),
+        ("location", "Lisbon"),
+        ("timezone", "UTC+1"),
+        ("timezone", "UTC+0"),
+        ("preference", "window seats on long flights"),
+        ("preference", "window seats on all long flights"),
+        ("prohibition", "never book Kyoto hotels next to the train station"),
+    }
+
+
+# --- embedding function for collections that did not persist one -------------------------------
+
+
+def test_langchain_and_mem0_persist_no_embedding_function() -> None:
+    for store in ("langchain", "mem0"):
+        with open_chroma(str(STORES / store)) as s:
+            info = s.collection_info(REAL[store][0])
+            assert info.embedding_function is None and info.dimension == 384
+            assert s.embedding_function(info.name)[0] is None
+
+
+def test_names_that_fit_a_dimension() -> None:
+    assert names_for_dimension(384)[0] == "default"
+    assert "openai:text-embedding-3-small" in names_for_dimension(1536)
+    assert "default" not in names_for_dimension(1536)
+    assert names_for_dimension(None) == []
+
+
+def test_a_name_failing_the_dimension_check_is_an_error() -> None:
+    with pytest.raises(UsageError, match=r"makes 384-dimensional vectors but collection 'x'"):
+        choose_model("default", 1536, "x")
+    with pytest.raises(UsageError, match=r"openai.*cannot have made them"):
+        choose_model("openai", 384, "langchain")
+    with pytest.raises(UsageError, match="unknown --embedding-function 'minilm'"):
+        choose_model("minilm", 384, "langchain")
+    assert choose_model("openai", 3072, "x").model == "text-embedding-3-large"
+    assert choose_model("default", 384, "x").offline
+
+
+def test_default_reproduces_the_stored_vectors(model_dir: Path) -> None:
+    """--embedding-function default is right for these stores: re-embedding gives the vectors."""
+    from memdiag.stores.embedding_names import build_embedding_function
+    from memdiag.stores.embeddings import embed
+
+    ef, _how = build_embedding_function(choose_model("default", 384, "langchain"))
+    for store in ("langchain", "mem0"):
+        r = read(store)
+        got = embed(ef, r.data.documents[:5])
+        cos = np.einsum("ij,ij->i", got, r.data.embeddings[:5])
+        assert np.all(cos > 0.999), (store, cos)
+
+
+# --- bad input: odd records, other library versions ---------------------------------------------
+
+
+def _store(tmp_path: Path, name: str, rows: list[dict[str, Any]], dim: int = 384) -> Path:
+    import chromadb
+    from chromadb.config import Settings
+
+    path = tmp_path / "store"
+    client = chromadb.PersistentClient(str(path), settings=Settings(anonymized_telemetry=False))
+    col = client.create_collection(name, embedding_function=None)
+    rng = np.random.default_rng(0)
+    col.add(
+        ids=[r["id"] for r in rows],
+        embeddings=[list(map(float, rng.normal(size=dim))) for _ in rows],
+        documents=[r.get("document") for r in rows] if any("document" in r for r in rows) else None,
+        metadatas=[r["metadata"] for r in rows],
+    )
+    client.close()
+    return path
+
+
+def test_mem0_records_without_data_are_listed_and_the_rest_read(tmp_path: Path) -> None:
+    rows = [
+        {"id": "a", "metadata": {"data": "Lives in Berlin", "hash": "h1", "user_id": "mia"}},
+        {"id": "b", "metadata": {"hash": "h2", "user_id": "mia"}},
+        {"id": "c", "metadata": {"data": 42, "hash": "h3", "user_id": "mia"}},
+        {
+            "id": "d",
+            "metadata": {
+                "data": "Is allergic to peanuts",
+                "hash": "h4",
+                "user_id": "mia",
+                "key": 7,
+                "created_at": "not a date",
+                "updated_at": 3.5,
+            },
+        },
+    ]
+    path = _store(tmp_path, "mem0", rows)
+    before = tree_digest(path)
+    with open_chroma(str(path)) as s:
+        r = read_layout(s.read("mem0"))
+    assert r.layout.name == "mem0"
+    assert r.data.ids == ["a", "d"] and r.unreadable == ("b", "c")
+    assert r.problems == (
+        "collection 'mem0' (mem0 layout): 2 of 4 records have no readable text (1 no 'data' "
+        "in the metadata; 1 'data' is a int, not text): b, c; read the other 2",
+    )
+    facts = [
+        default_extractor().read_memory(d, m)
+        for d, m in zip(r.data.documents, r.data.metadatas, strict=True)
+    ]
+    assert [[(e.field, e.value) for e in f] for f in facts] == [
+        [("location", "Berlin")],
+        [("allergy", "peanuts")],
+    ]
+    assert tree_digest(path) == before
+
+
+def test_older_llamaindex_keeps_the_text_only_in_node_content(tmp_path: Path) -> None:
+    node = {"id_": "n1", "text": "Mia lives in Berlin.", "metadata": {}, "embedding": None}
+    rows = [
+        {
+            "id": "n1",
+            "metadata": {
+                "_node_content": json.dumps(node),
+                "_node_type": "TextNode",
+                "doc_id": "None",
+            },
+        },
+        {"id": "n2", "metadata": {"_node_content": "{not json", "_node_type": "TextNode"}},
+        {
+            "id": "n3",
+            "metadata": {"_node_content": json.dumps({"text": ""}), "_node_type": "TextNode"},
+        },
+    ]
+    path = _store(tmp_path, "quickstart", rows)
+    with open_chroma(str(path)) as s:
+        r = read_layout(s.read("quickstart"))
+    assert (r.layout.name, r.layout.text_from) == ("llamaindex", "_node_content")
+    assert r.data.documents == ["Mia lives in Berlin."]
+    assert r.unreadable == ("n2", "n3")
+    assert "1 _node_content is not valid JSON; 1 _node_content holds no text" in r.problems[0]
+
+
+def test_older_mem0_migrations_record_is_skipped(tmp_path: Path) -> None:
+    """mem0 0.1.x kept an anonymous user id, with a 1536-d dummy vector, in mem0migrations."""
+    rows = [{"id": "u-1", "metadata": {"user_id": "u-1", "type": "user_identity"}}]
+    path = _store(tmp_path, "mem0migrations", rows, dim=1536)
+    with open_chroma(str(path)) as s:
+        r = read_layout(s.read("mem0migrations"))
+    assert r.layout.bookkeeping and r.data.ids == []
+
+
+def test_layout_detection_from_shape_alone() -> None:
+    assert detect_layout("x", [None, None], [{"data": "a", "user_id": "u"}] * 2).name == "mem0"
+    assert detect_layout("x", ["a"], [{"memory": "a", "hash": "h"}]).text_from == "metadata.memory"
+    assert detect_layout("langchain", ["a"], [{}]).name == "langchain"
+    assert detect_layout("notes", ["a"], [{"data": "x"}]).name == "chroma"  # no hash, has text
+    assert detect_layout("notes", [], []).name == "chroma"
