@@ -275,3 +275,42 @@ def test_layout_detection_from_shape_alone() -> None:
     assert detect_layout("langchain", ["a"], [{}]).name == "langchain"
     assert detect_layout("notes", ["a"], [{"data": "x"}]).name == "chroma"  # no hash, has text
     assert detect_layout("notes", [], []).name == "chroma"
+
+
+# --- stale and conflict from metadata as well as text -------------------------------------------
+
+
+def _hit(id_: str, rank: int, text: str, meta: dict[str, Any]) -> Any:
+    from memdiag.stores.chroma import Hit
+
+    return Hit(id_, rank, 0.1 * rank, text, meta, "c")
+
+
+def test_same_key_older_date_contradicts_even_when_the_text_says_nothing() -> None:
+    from memdiag.stores.memories import contradictions
+
+    own = ("User relocated to Lisbon.", {"key": "home_city", "updated_at": "2026-06-02"})
+    hits = [
+        _hit("new", 1, *own),
+        _hit("old", 2, "User's home: Berlin.", {"key": "home_city", "updated_at": "2026-01-10"}),
+        _hit("other", 3, "User lives in Paris.", {"key": "home_city", "user_id": "tom"}),
+    ]
+    found = contradictions("I live in Lisbon", own[0], own[1], hits, {"new"})
+    assert [(c.id, c.field, c.value, c.how, c.older) for c in found] == [
+        ("old", "location", "User's home: Berlin.", "metadata.key", True)
+    ]
+
+
+def test_issue_example_berlin_then_lisbon() -> None:
+    from memdiag.stores.memories import claims, contradictions
+
+    old = ("User lives in Berlin.", {"key": "home_city", "updated_at": "2026-01-15T10:00:00Z"})
+    new = ("User moved to Lisbon.", {"key": "home_city", "updated_at": "2026-06-01T10:00:00Z"})
+    hits = [_hit("new", 1, *new), _hit("old", 2, *old)]
+    found = contradictions("I moved to Lisbon", new[0], new[1], hits, {"new"})
+    assert [(c.id, c.value, c.older) for c in found] == [("old", "Berlin", True)]
+    cs = claims([old[0], new[0]], [old[1], new[1]])
+    assert [(c.subject, c.value, c.ts.month if c.ts else None) for c in cs] == [
+        ("location", "Berlin", 1),
+        ("location", "Lisbon", 6),
+    ]
