@@ -304,6 +304,8 @@ _HYPOTHETICAL = re.compile(
     r"lets say|say I|I wish|if only|assuming|role-?play)\b|假设|假如|想象|假装|要是|万一|倘若|假使",
     re.IGNORECASE,
 )
+# a clause: up to a comma or semicolon (the separator stays with the clause before it)
+_CLAUSE_SPAN = re.compile(r"[^,，;；、]+[,，;；、]*|[,，;；、]+")
 # a condition holds until the next comma: "If you book a hotel, never pick one by the station"
 _CONDITION = re.compile(r"\b(?:if|in case|unless|even if|whether)\b[^,，;；]*|如果[^,，;；]*", re.I)
 
@@ -332,16 +334,23 @@ def mask_non_statements(text: str) -> str:
         s = m.group(0)
         if not s.strip():
             continue
-        body = s.rstrip("\"'”’」』) \n")
-        if (
-            body.endswith(("?", "？"))
-            or _QUESTION_START.match(s)
-            or (has_cjk(s) and _ZH_QUESTION.search(body))
-            or _HYPOTHETICAL.search(s)
-        ):
+        if _QUESTION_START.match(s) or _HYPOTHETICAL.search(s):
             chars = chars if chars is not None else list(text)
             _blank(chars, m.start(), m.end())
             continue
+        # a question often follows statements in one sentence ("我叫林晓，能帮我规划一下吗？",
+        # "I'm allergic to peanuts, can you suggest a snack?"): only its own clauses go
+        asked = s.rstrip("\"'”’」』) \n").endswith(("?", "？"))
+        clauses = list(_CLAUSE_SPAN.finditer(s))
+        for k, c in enumerate(clauses):
+            part = c.group(0)
+            if (
+                (asked and k == len(clauses) - 1)
+                or (k and _QUESTION_START.match(part))
+                or (has_cjk(part) and _ZH_QUESTION.search(part))
+            ):
+                chars = chars if chars is not None else list(text)
+                _blank(chars, m.start() + c.start(), m.start() + c.end())
         for c in _CONDITION.finditer(s):
             chars = chars if chars is not None else list(text)
             _blank(chars, m.start() + c.start(), m.start() + c.end())
@@ -350,12 +359,12 @@ def mask_non_statements(text: str) -> str:
 
 _NEGATION_BEFORE = re.compile(
     r"(?:\b(?:not|never|no longer|no need to|n't|don't|doesn't|didn't|won't|can't|cannot)\b|n't\b|"
-    r"[不没别])[^,，.;；:：!！?？]*$",
+    r"[不没别])[^,，.。;；:：!！?？]*$",
     re.IGNORECASE,
 )
 _NOT_NEGATING = re.compile(
     r"(?:\b(?:don't|do not|never|n't)\s+(?:forget|ignore)\b|别忘|不要忘|不能忘|千万别忘)"
-    r"[^,，.;；:：!！?？]*$",
+    r"[^,，.。;；:：!！?？]*$",
     re.IGNORECASE,
 )
 
@@ -366,6 +375,6 @@ def negated_before(text: str, start: int) -> bool:
     "Don't forget I'm vegetarian" asserts the fact, so forgetting-negations do not count.
     """
     head = text[max(0, start - 60) : start]
-    cut = max(head.rfind(c) for c in ",，.;；:：!！?？\n")
+    cut = max(head.rfind(c) for c in ",，.。;；:：!！?？\n")
     head = head[cut + 1 :]
     return bool(_NEGATION_BEFORE.search(head)) and not _NOT_NEGATING.search(head)

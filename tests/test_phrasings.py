@@ -383,3 +383,21 @@ def test_sentences_that_state_nothing(category: str, text: str) -> None:
     # ... also when a memory store holds them (the memory reading rewrites subjects first)
     if category != "other person":
         assert ex.read_memory(text) == [], category
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("你好，我叫林晓，想在四月去日本玩两周，能帮我规划一下吗？", ("name", "林晓")),
+        ("I'm allergic to peanuts, can you suggest a snack?", ("allergy", "peanuts")),
+        ("I live in Berlin, right?", ("location", "Berlin")),
+    ],
+)
+def test_a_statement_before_a_question_still_states(text: str, fact: tuple[str, str]) -> None:
+    assert [(e.field, e.value) for e in default_extractor().extract(text)] == [fact]
+
+
+def test_negation_ends_with_its_sentence() -> None:
+    found = default_extractor().extract("东航那班不错。我喜欢靠窗的座位。")
+    assert [(e.field, e.value) for e in found] == [("preference", "靠窗的座位")]
+    assert default_extractor().extract("我不喜欢靠窗的座位。") == []
