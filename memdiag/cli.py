@@ -150,6 +150,37 @@ CollectionOpt = Annotated[
     str | None, typer.Option("--collection", help="Chroma collection (default: all).")
 ]
 TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
+UserIdOpt = Annotated[
+    str | None,
+    typer.Option("--user-id", help="Read one user of a multi-user store (mem0's user_id)."),
+]
+AgentIdOpt = Annotated[
+    str | None, typer.Option("--agent-id", help="Read one agent's memories (mem0's agent_id).")
+]
+RunIdOpt = Annotated[
+    str | None, typer.Option("--run-id", help="Read one run's memories (mem0's run_id).")
+]
+EmbeddingFunctionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedding-function",
+        help="Model that made the vectors of a collection that persisted none (langchain, "
+        "mem0): 'default' (MiniLM, offline) or a provider such as openai or "
+        "openai:text-embedding-3-small (uses its API). Checked against the stored dimension.",
+    ),
+]
+
+
+def store_scope_flags(
+    user_id: str | None, agent_id: str | None, run_id: str | None, embedding_function: str | None
+) -> dict[str, str | None]:
+    """The store flags every store-reading command shares, as settings overrides."""
+    return {
+        "store.user_id": user_id,
+        "store.agent_id": agent_id,
+        "store.run_id": run_id,
+        "store.embedding_function": embedding_function,
+    }
 
 
 # --- error boundary -------------------------------------------------------------------------
@@ -410,6 +441,8 @@ def replay(
         "  memdiag diagnose fixtures/demo.jsonl --budget 400          (every `forgot` marker)\n\n"
         "  memdiag diagnose chat.jsonl --fact 'allergic to peanuts' --at 40 --strategy summary\n\n"
         "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
+        "  memdiag diagnose chat.jsonl --chroma ./mem0_db --user-id mia "
+        "--embedding-function default\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
     )
 )
@@ -432,6 +465,10 @@ def diagnose(
     chroma: ChromaOpt = None,
     collection: CollectionOpt = None,
     top_k: TopKOpt = None,
+    user_id: UserIdOpt = None,
+    agent_id: AgentIdOpt = None,
+    run_id: RunIdOpt = None,
+    embedding_function: EmbeddingFunctionOpt = None,
     probes: Annotated[
         bool,
         typer.Option(
@@ -487,6 +524,7 @@ def diagnose(
                 "store.chroma": chroma,
                 "store.collection": collection,
                 "store.top_k": top_k,
+                **store_scope_flags(user_id, agent_id, run_id, embedding_function),
             },
         )
         t = load_transcript(transcript, input_format, skip_invalid)
@@ -535,6 +573,8 @@ def diagnose(
         "Examples:\n\n"
         "  memdiag inspect-store --facts-file facts.json\n\n"
         "  memdiag inspect-store --chroma ./chroma_db --collection memories --format json\n\n"
+        "  memdiag inspect-store --chroma ./mem0_db --user-id mia    (one user of a mem0 store)\n\n"
+        "  memdiag inspect-store --chroma ./langchain_db --embedding-function default\n\n"
         "  memdiag inspect-store --facts-file facts.json --chroma http://127.0.0.1:8000 "
         "--fail-on warning"
     ),
@@ -543,6 +583,10 @@ def inspect_store(
     facts_file: FactsFileOpt = None,
     chroma: ChromaOpt = None,
     collection: CollectionOpt = None,
+    user_id: UserIdOpt = None,
+    agent_id: AgentIdOpt = None,
+    run_id: RunIdOpt = None,
+    embedding_function: EmbeddingFunctionOpt = None,
     threshold: Annotated[
         float | None,
         typer.Option(help="Embedding cosine at or above which two entries are near-duplicates."),
@@ -580,6 +624,7 @@ def inspect_store(
                 "store.collection": collection,
                 "audit.near_duplicate_threshold": threshold,
                 "audit.stale_after_days": stale_after_days,
+                **store_scope_flags(user_id, agent_id, run_id, embedding_function),
             },
         )
         if not (settings.store.facts_file or settings.store.chroma):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memdiag.diagnose import Diagnosis
     from memdiag.stores.chroma import ChromaStore, Hit
     from memdiag.stores.facts_file import FactEntry, FactsFile
+    from memdiag.stores.layouts import ReadOptions
     from memdiag.tokens import TokenCounter
 
 PROFILE_HEADER = "Known facts about the user:"
@@ -40,7 +41,11 @@ class LongTermStores:
 
     @classmethod
     def open(
-        cls, facts_file: str | None, chroma: str | None, collection: str | None
+        cls,
+        facts_file: str | None,
+        chroma: str | None,
+        collection: str | None,
+        options: ReadOptions | None = None,
     ) -> LongTermStores:
         facts = None
         store = None
@@ -51,14 +56,17 @@ class LongTermStores:
         if chroma:
             from memdiag.stores.chroma import open_chroma
 
-            store = open_chroma(chroma)
+            store = open_chroma(chroma, options)
         return cls(facts, store, collection)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LongTermStores:
         """The stores named by ``settings.store`` (possibly none: then ``empty`` is true)."""
+        from memdiag.stores.layouts import ReadOptions, Scope
+
         s = settings.store
-        return cls.open(s.facts_file, s.chroma, s.collection)
+        options = ReadOptions(Scope(s.user_id, s.agent_id, s.run_id), s.embedding_function)
+        return cls.open(s.facts_file, s.chroma, s.collection, options)
 
     def close(self) -> None:
         if self.chroma is not None:

@@ -15,10 +15,14 @@ With no flag, ``names_for_dimension`` says which names would fit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import UnavailableError, UsageError
+
+if TYPE_CHECKING:
+    from memdiag.stores.layouts import ReadOptions
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ def choose_model(name: str, dimension: int | None, collection: str) -> KnownMode
     if dimension is not None:
         fitting = [m for m in candidates if m.dimension == dimension]
         if not fitting:
-            sizes = ", ".join(sorted({f"{m.dimension}" for m in candidates}))
+            sizes = " or ".join(sorted({f"{m.dimension}" for m in candidates}, key=int))
             fits = ", ".join(names_for_dimension(dimension)) or "none memdiag knows"
             raise UsageError(
                 f"--embedding-function {name} makes {sizes}-dimensional vectors but collection "
@@ -125,7 +129,7 @@ def build_embedding_function(choice: KnownModel) -> tuple[Any, str]:
         ef, reason = resolve_embedding_function({"type": "known", "name": "default"})
         if ef is None:
             raise UnavailableError(reason)
-        return ef, reason
+        return ef, f"{reason}, named by --embedding-function"
     from chromadb.utils.embedding_functions import known_embedding_functions
 
     cls = known_embedding_functions.get(choice.provider)
@@ -144,3 +148,29 @@ def build_embedding_function(choice: KnownModel) -> tuple[Any, str]:
             f"cannot build embedding function {choice.provider}:{choice.model}: {text[:200]}"
         ) from None
     return ef, f"{choice.provider}:{choice.model} (named by --embedding-function; uses its API)"
+
+
+def resolve_for_collection(
+    config: Any, dimension: Callable[[], int | None], collection: str, options: ReadOptions
+) -> tuple[Any | None, str]:
+    """The embedding function for one collection's queries, or (None, why + what would fit).
+
+    A persisted function wins (``--embedding-function`` only names what a store did not
+    persist); without one, the named function is checked against the stored ``dimension``.
+    """
+    from memdiag.stores.embeddings import embedding_function_name, resolve_embedding_function
+
+    ef, reason = resolve_embedding_function(config)
+    if ef is not None or embedding_function_name(config) is not None:
+        return ef, reason
+    if options.embedding_function:
+        choice = choose_model(options.embedding_function, dimension(), collection)
+        return build_embedding_function(choice)
+    dim = dimension()
+    fits = names_for_dimension(dim)
+    hint = (
+        f"; its {dim}-dimensional vectors fit --embedding-function {' or '.join(fits)}"
+        if fits
+        else (f"; no model memdiag knows makes {dim}-dimensional vectors" if dim else "")
+    )
+    return None, reason + hint

@@ -91,6 +91,14 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class ReadOptions:
+    """How memdiag reads a store: one tenant (``--user-id`` ...) and ``--embedding-function``."""
+
+    scope: Scope = field(default_factory=Scope)
+    embedding_function: str | None = None
+
+
+@dataclass(frozen=True)
 class LayoutRead:
     """A collection as its library meant it: text in ``data.documents``, own keys removed."""
 
@@ -100,6 +108,7 @@ class LayoutRead:
     problems: tuple[str, ...] = ()  # one line each, naming the collection
     out_of_scope: int = 0  # records of other tenants, left out
     tenants: dict[str, int] = field(default_factory=dict)  # "user_id=mia" -> records
+    scoped: bool = False  # the scope narrowed this collection (it carries those ids)
 
 
 def tenant_of(metadata: Mapping[str, Any]) -> tuple[str, ...]:
@@ -197,7 +206,7 @@ def read_layout(
             continue
         keep.append(i)
         docs.append(text)
-        metas.append(_own_metadata(layout, meta))
+        metas.append(own_metadata(layout, meta))
         t = ", ".join(f"{k}={v}" for k, v in zip(TENANT_KEYS, tenant_of(meta), strict=True) if v)
         if t:
             tenants[t] += 1
@@ -222,7 +231,9 @@ def read_layout(
         metas,
         _rows(data.embeddings, keep) if len(keep) != len(data.ids) else data.embeddings,
     )
-    return LayoutRead(layout, read, tuple(unreadable), tuple(problems), out_of_scope, dict(tenants))
+    return LayoutRead(
+        layout, read, tuple(unreadable), tuple(problems), out_of_scope, dict(tenants), scoped
+    )
 
 
 def _rows(matrix: Any, keep: list[int]) -> Any:
@@ -233,6 +244,11 @@ def _rows(matrix: Any, keep: list[int]) -> Any:
     if not len(keep):
         return np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 0), dtype=np.float32)
     return matrix[np.asarray(keep, dtype=np.int64)]
+
+
+def record_text(layout: Layout, document: Any, metadata: Mapping[str, Any]) -> str | None:
+    """One record's text where its library keeps it (None when it has none)."""
+    return _text(layout, document, metadata)[0]
 
 
 def _text(layout: Layout, doc: Any, meta: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -255,7 +271,7 @@ def _text(layout: Layout, doc: Any, meta: Mapping[str, Any]) -> tuple[str | None
     return None, "empty document"
 
 
-def _own_metadata(layout: Layout, meta: Mapping[str, Any]) -> dict[str, Any]:
+def own_metadata(layout: Layout, meta: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata the user (or the user's agent) wrote, without the library's own keys."""
     if layout.name == "mem0":
         return {k: v for k, v in meta.items() if k not in MEM0_OWN_KEYS}

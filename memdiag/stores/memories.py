@@ -60,8 +60,14 @@ class Claim:
     strong: bool
     multi: bool  # values accumulate (allergies), so different values do not conflict
     ts: datetime | None
-    tenant: tuple[str, ...]  # (user_id, agent_id, run_id), "" when absent
-    source: str  # the rule id, or metadata.key / metadata.category
+    tenant: tuple[str, ...] = ("", "", "")  # (user_id, agent_id, run_id), "" when absent
+    source: str = "text"  # the rule id, or metadata.key / metadata.category
+
+    def tenant_label(self) -> str:
+        """``user_id=mia`` (empty for a store without tenants)."""
+        from memdiag.stores.layouts import TENANT_KEYS
+
+        return ", ".join(f"{k}={v}" for k, v in zip(TENANT_KEYS, self.tenant, strict=True) if v)
 
 
 def claims(
