@@ -18,7 +18,7 @@ from memdiag.facts import match
 if TYPE_CHECKING:
     from memdiag.config import Settings
     from memdiag.diagnose import Diagnosis
-    from memdiag.stores.chroma import ChromaStore, Hit
+    from memdiag.stores.chroma import ChromaStore
     from memdiag.stores.facts_file import FactEntry, FactsFile
     from memdiag.stores.layouts import ReadOptions
     from memdiag.tokens import TokenCounter
@@ -257,7 +257,15 @@ class LongTermStores:
             ]
             return True
         assert own is not None
-        stale = _contradicting(fact, record.document or "", hits[:top_k], wanted)
+        from memdiag.stores.memories import contradictions
+
+        # another value for the same field or metadata key, from the same tenant (SPEC §6)
+        stale = [
+            c.to_dict()
+            for c in contradictions(
+                fact, record.document or "", record.metadata, hits[:top_k], wanted
+            )
+        ]
         if stale:
             d.verdict = "long_term_stale"
             retrieval["contradicting"] = stale
@@ -307,9 +315,13 @@ def _fields(text: str, single_only: bool = False) -> dict[str, str]:
     first-person statements, so they are rewritten first, as the store audit does.
     """
     from memdiag.extract import default_extractor
-    from memdiag.text import as_first_person
 
-    return default_extractor().stated(as_first_person(text), single_only)
+    ex = default_extractor()
+    return {
+        e.field: e.value.casefold()
+        for e in ex.read_memory(text)
+        if not (single_only and ex.is_multi(e.field))
+    }
 
 
 def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[FactEntry, str] | None:
@@ -342,29 +354,3 @@ def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[Fact
         if not multi(name) and outdated is None:
             outdated = entry
     return (outdated, "key_outdated") if outdated is not None else None
-
-
-def _contradicting(
-    fact: str, own_doc: str, hits: list[Hit], own_ids: set[str]
-) -> list[dict[str, Any]]:
-    """Hits that give another value for a field the fact (or its record) states."""
-    fields = _fields(fact, True) or _fields(own_doc, True)
-    if not fields:
-        return []
-    out = []
-    for h in hits:
-        if h.id in own_ids or not h.document:
-            continue
-        for name, value in _fields(h.document, True).items():
-            if name in fields and value != fields[name]:
-                out.append(
-                    {
-                        "id": h.id,
-                        "rank": h.rank,
-                        "field": name,
-                        "value": value,
-                        "document": h.document,
-                    }
-                )
-                break
-    return out

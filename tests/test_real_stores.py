@@ -314,3 +314,173 @@ def test_issue_example_berlin_then_lisbon() -> None:
         ("location", "Berlin", 1),
         ("location", "Lisbon", 6),
     ]
+
+
+# --- the audit and diagnose on each real store (through the CLI, as a user runs them) -----------
+
+CONVERSATION = STORES / "conversation.jsonl"
+PHRASING = {store: REAL[store][4] for store in REAL}
+
+
+def _slug_ids(store: str) -> dict[str, list[str]]:
+    """Scenario slug -> record ids, by matching the stored text to the scenario."""
+    import sys
+
+    sys.path.insert(0, str(STORES))
+    try:
+        import scenario  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(STORES))
+    r = read(store)
+    by_text: dict[str, list[str]] = {}
+    for i, doc in zip(r.data.ids, r.data.documents, strict=True):
+        by_text.setdefault(doc, []).append(i)
+    out: dict[str, list[str]] = {}
+    for slug, _ts, _extra, texts in scenario.MEMORIES:
+        ids = by_text[texts[PHRASING[store]]]
+        out[slug] = [ids.pop(0)] if slug.startswith("seat") and len(ids) > 1 else list(ids)
+    return out
+
+
+def _cli(*args: str) -> dict[str, Any]:
+    from typer.testing import CliRunner
+
+    from memdiag.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# planted: (kind, severity, slugs), the same in every store; the near-duplicate time zones are
+# MiniLM's own judgement (UTC+1 and UTC+0 differ by one character) and vary by phrasing
+PLANTED = [
+    ("conflict", "error", {"home-old", "home-new"}),
+    ("conflict", "error", {"tz-old", "tz-new"}),
+    ("duplicate", "warning", {"seat", "seat-dup"}),
+    ("stale", "warning", {"home-old"}),
+    ("stale", "warning", {"tz-old"}),
+    ("strong_fact_in_vector_store", "warning", {"name"}),
+    ("strong_fact_in_vector_store", "warning", {"allergy"}),
+    ("strong_fact_in_vector_store", "warning", {"tz-old"}),
+    ("strong_fact_in_vector_store", "warning", {"tz-new"}),
+    ("strong_fact_in_vector_store", "warning", {"kyoto-rule"}),
+    ("near_duplicate", "info", {"seat", "seat-near"}),
+]
+NEAR_DUPLICATE_TIME_ZONES = {"mem0": False, "langchain": True, "llamaindex": True, "chroma": True}
+# L2 over unit vectors: an info finding; LlamaIndex's collection uses cosine
+L2 = {"mem0": True, "langchain": True, "llamaindex": False, "chroma": True}
+# only the plain store writes layer metadata (type: semantic)
+MISSING_LAYER = {"mem0": True, "langchain": True, "llamaindex": True, "chroma": False}
+
+
+@pytest.mark.parametrize("store", sorted(REAL))
+def test_audit_findings_of_each_real_store(store: str) -> None:
+    before = tree_digest(STORES / store)
+    args = ["inspect-store", "--chroma", str(STORES / store)]
+    report = _cli(*args, *(["--user-id", "mia"] if store == "mem0" else []))
+    ids = _slug_ids(store)
+    name_of = {i: slug for slug, group in ids.items() for i in group}
+    got = sorted(
+        (f["kind"], f["severity"], sorted(name_of[i] for i in f["ids"]))
+        for f in report["findings"]
+        if f["kind"] not in ("distance_metric", "missing_metadata")
+    )
+    want = [(k, s, sorted(slugs)) for k, s, slugs in PLANTED]
+    if NEAR_DUPLICATE_TIME_ZONES[store]:
+        want.append(("near_duplicate", "info", ["tz-new", "tz-old"]))
+    assert got == sorted(want)
+    kinds = [f["kind"] for f in report["findings"]]
+    assert ("distance_metric" in kinds) is L2[store]
+    assert ("missing_metadata" in kinds) is MISSING_LAYER[store]
+    conflicts = [f["message"] for f in report["findings"] if f["kind"] == "conflict"]
+    tenant = " (user_id=mia)" if store == "mem0" else ""
+    assert (
+        f"location{tenant}: the store holds different values: 'Berlin' (2026-01-10); "
+        "'Lisbon' (2026-06-02); the newest says 'Lisbon'"
+    ) in conflicts
+    chroma = [s for s in report["stores"] if s["type"] == "chroma"]
+    memories = [s for s in chroma if not s["layout"]["bookkeeping"]]
+    assert [s["layout"]["name"] for s in memories] == [REAL[store][1]]
+    assert tree_digest(STORES / store) == before
+
+
+def test_mem0_store_without_scope_keeps_tenants_apart() -> None:
+    report = _cli("inspect-store", "--chroma", str(STORES / "mem0"))
+    skipped, mem0 = report["stores"]
+    assert skipped["collection"] == "mem0migrations" and skipped["layout"]["bookkeeping"]
+    assert skipped["retrieval_reason"].startswith("not audited")
+    assert mem0["records_read"] == 18 and mem0["scope"] is None
+    messages = [f["message"] for f in report["findings"]]
+    # Tom lives in Paris: no conflict with Mia's cities
+    assert not any("Paris" in m for m in messages if "conflict" in m)
+    assert any("allergy = 'shellfish' (user_id=tom)" in m for m in messages)
+    assert any("units = 'metric' (agent_id=wayfarer)" in m for m in messages)
+    scoped = _cli("inspect-store", "--chroma", str(STORES / "mem0"), "--user-id", "mia")
+    assert scoped["stores"][1]["records_read"] == 15 and scoped["stores"][1]["out_of_scope"] == 3
+
+
+VERDICTS = {
+    6: "long_term_not_retrieved",  # allergy: snack and flight memories outrank it
+    7: "long_term_stale",  # Lisbon retrieved with Berlin (same key, older)
+    8: "in_context",  # window seats at rank 1
+    9: "long_term_not_written",  # the dog's name
+    10: "long_term_not_injected",  # the Kyoto rule, cut by the injection budget
+}
+
+
+@pytest.mark.parametrize("store", sorted(REAL))
+def test_long_term_verdicts_of_planted_failures(store: str, tmp_path: Path) -> None:
+    before = tree_digest(STORES / store)
+    config = tmp_path / "memdiag.yaml"
+    config.write_text("store:\n  inject_max_tokens: 120\n", encoding="utf-8")
+    args = [
+        "diagnose",
+        str(CONVERSATION),
+        "--chroma",
+        str(STORES / store),
+        "--top-k",
+        "3",
+        "--config",
+        str(config),
+    ]
+    if store in ("mem0", "langchain"):  # no persisted embedding function
+        args += ["--embedding-function", "default"]
+    if store == "mem0":
+        args += ["--user-id", "mia"]
+    out = _cli(*args)
+    ds = {d["at_turn"]: d for d in out["diagnoses"]}
+    assert {t: d["verdict"] for t, d in ds.items()} == VERDICTS
+    ids = _slug_ids(store)
+    assert ds[6]["details"]["retrieval"]["rank"] > 3
+    assert "strong_fact_in_vector_store" in ds[6]["flags"]
+    stale = ds[7]["details"]["retrieval"]["contradicting"]
+    assert [(s["id"], s["field"], s["value"], s["older"]) for s in stale] == [
+        (ids["home-old"][0], "location", "berlin", True)
+    ]
+    assert ds[8]["details"]["retrieval"]["rank"] == 1
+    assert ds[10]["details"]["retrieval"]["rank"] == 2
+    assert tree_digest(STORES / store) == before
+
+
+@pytest.mark.parametrize("store", ["mem0", "langchain"])
+def test_without_embedding_function_retrieval_is_unchecked_and_says_what_fits(store: str) -> None:
+    out = _cli("diagnose", str(CONVERSATION), "--chroma", str(STORES / store), "--top-k", "3")
+    ds = {d["at_turn"]: d for d in out["diagnoses"]}
+    assert ds[8]["verdict"] == "long_term_unchecked"
+    assert "fit --embedding-function default" in ds[8]["details"]["skipped_reason"]
+    assert ds[9]["verdict"] == "long_term_not_written"  # found nowhere, whatever the model
+
+
+def test_embedding_function_failing_the_dimension_check_exits_2() -> None:
+    from typer.testing import CliRunner
+
+    from memdiag.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        ["inspect-store", "--chroma", str(STORES / "langchain"), "--embedding-function", "openai"],
+    )
+    assert result.exit_code == 2
+    assert "cannot have made them (names that fit 384: default" in result.output
+    assert "Traceback" not in result.output
