@@ -24,6 +24,7 @@ from memdiag.render import OutputFormat
 
 if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
     from memdiag.config import Settings
+    from memdiag.stores.chroma import ChromaStore
     from memdiag.transcript import Transcript
 
 app = typer.Typer(
@@ -304,6 +305,17 @@ def settings_from(config: Path | None, **flags: Any) -> Settings:
     return validate_settings(load_settings(config).with_overrides(**flags))
 
 
+def store_problems(store: ChromaStore | None) -> None:
+    """One warning line per collection with records memdiag could not read (read the rest)."""
+    if store is None:
+        return
+    from rich.markup import escape
+
+    err = stderr()
+    for line in store.problems():
+        err.print(f"[yellow]warning:[/] {escape(line)}", markup=True, highlight=False)
+
+
 def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
     from memdiag.transcript import load
 
@@ -545,6 +557,7 @@ def diagnose(
             count_progress("diagnosing", min_total=2) as tick,
         ):
             diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
+            store_problems(stores.chroma)
         if output is OutputFormat.table:
             from memdiag.render.console import render_diagnoses
 
@@ -633,6 +646,7 @@ def inspect_store(
 
         with LongTermStores.from_settings(settings) as stores, count_progress("auditing") as tick:
             report = audit(stores.facts, stores.chroma, stores.collection, settings.audit, tick)
+            store_problems(stores.chroma)
         if output is OutputFormat.table:
             from memdiag.render.console import render_audit
 

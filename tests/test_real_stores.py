@@ -484,3 +484,75 @@ def test_embedding_function_failing_the_dimension_check_exits_2() -> None:
     assert result.exit_code == 2
     assert "cannot have made them (names that fit 384: default" in result.output
     assert "Traceback" not in result.output
+
+
+def test_cli_bad_records_one_line_and_the_rest_audited(tmp_path: Path) -> None:
+    """Odd metadata types and records without `data`: one warning line, no traceback, the
+    readable records audited, the store byte-identical."""
+    from typer.testing import CliRunner
+
+    from memdiag.cli import app
+
+    rows = [
+        {
+            "id": "a",
+            "metadata": {
+                "data": "Lives in Berlin",
+                "hash": "h1",
+                "user_id": "mia",
+                "key": "home_city",
+                "updated_at": "2026-01-10",
+            },
+        },
+        {"id": "b", "metadata": {"hash": "h2", "user_id": "mia"}},
+        {"id": "c", "metadata": {"data": 42, "hash": "h3", "user_id": "mia", "key": 3.5}},
+        {
+            "id": "d",
+            "metadata": {
+                "data": "Moved to Lisbon",
+                "hash": "h4",
+                "user_id": "mia",
+                "key": "home_city",
+                "updated_at": 1780000000,
+            },
+        },
+        {
+            "id": "e",
+            "metadata": {
+                "data": "Is allergic to peanuts",
+                "hash": "h5",
+                "user_id": 7,
+                "created_at": True,
+                "categories": "health",
+            },
+        },
+    ]
+    path = _store(tmp_path, "mem0", rows)
+    before = tree_digest(path)
+    result = CliRunner().invoke(app, ["inspect-store", "--chroma", str(path), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: collection 'mem0' (mem0 layout): 2 of 5 records have no readable text (1 "
+        "no 'data' in the metadata; 1 'data' is a int, not text): b, c; read the other 3"
+    ]
+    report = json.loads(result.stdout)
+    kinds = {(f["kind"], tuple(f["ids"])) for f in report["findings"]}
+    assert ("conflict", ("a", "d")) in kinds and ("stale", ("a",)) in kinds
+    assert ("strong_fact_in_vector_store", ("e",)) in kinds
+    assert report["stores"][0]["problems"] == [warnings[0].removeprefix("warning: ")]
+    assert tree_digest(path) == before
+
+
+def test_newer_mem0_text_key_is_read(tmp_path: Path) -> None:
+    """A mem0 that names the text `memory` (as its platform API does) is read the same way."""
+    rows = [
+        {"id": "a", "metadata": {"memory": "Lives in Berlin", "hash": "h1", "user_id": "mia"}},
+        {"id": "b", "metadata": {"memory": "Is vegetarian", "hash": "h2", "user_id": "mia"}},
+    ]
+    path = _store(tmp_path, "memories", rows)
+    with open_chroma(str(path)) as s:
+        r = read_layout(s.read("memories"))
+    assert (r.layout.name, r.layout.text_from) == ("mem0", "metadata.memory")
+    assert r.data.documents == ["Lives in Berlin", "Is vegetarian"]

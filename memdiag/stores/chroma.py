@@ -349,6 +349,10 @@ class ChromaStore:
         """The memories of ``name`` (see ``memories``): diagnose looks up many facts per store."""
         return self.memories(name).data
 
+    def problems(self) -> list[str]:
+        """One line per collection read so far whose records could not all be read."""
+        return [p for m in self._memories.values() for p in m.problems]
+
     def memory_collections(self) -> list[str]:
         """Collection names without the libraries' own bookkeeping (mem0's ``mem0migrations``)."""
         from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS
