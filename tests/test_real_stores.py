@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -556,3 +557,30 @@ def test_newer_mem0_text_key_is_read(tmp_path: Path) -> None:
         r = read_layout(s.read("memories"))
     assert (r.layout.name, r.layout.text_from) == ("mem0", "metadata.memory")
     assert r.data.documents == ["Lives in Berlin", "Is vegetarian"]
+
+
+def test_diagnose_never_queries_an_older_mem0_bookkeeping_collection(tmp_path: Path) -> None:
+    """Older mem0 kept a 1536-d placeholder in mem0migrations beside 384-d memories."""
+    import chromadb
+    from chromadb.config import Settings
+
+    path = tmp_path / "store"
+    shutil.copytree(STORES / "mem0", path)
+    client = chromadb.PersistentClient(str(path), settings=Settings(anonymized_telemetry=False))
+    client.get_collection("mem0migrations").add(
+        ids=["anon"], embeddings=[[0.1] * 1536], metadatas=[{"user_id": "anon", "type": "x"}]
+    )
+    client.close()
+    out = _cli(
+        "diagnose",
+        str(CONVERSATION),
+        "--chroma",
+        str(path),
+        "--top-k",
+        "3",
+        "--embedding-function",
+        "default",
+        "--user-id",
+        "mia",
+    )
+    assert {d["at_turn"]: d["verdict"] for d in out["diagnoses"]}[8] == "in_context"
