@@ -226,13 +226,21 @@ class Extractor:
         for k in self._keywords:
             if k in folded:
                 run.update(self._woken[k])
+        if not run:
+            return []
+        found = self._run(text, run)
+        if found:
+            # questions, hypotheticals and quotes of others state nothing: blank them (same
+            # length, so spans still point into ``text``) and read again. Only texts that
+            # matched pay for it: most records of a large store match no rule.
+            masked = mask_non_statements(text)
+            if masked != text:
+                found = self._run(masked, run)
+        return found
+
+    def _run(self, text: str, run: set[int]) -> list[Extraction]:
         found: list[Extraction] = []
         seen: set[tuple[str, str]] = set()
-        if not run:
-            return found
-        # questions, hypotheticals and quotes of others state nothing: blank them (same length,
-        # so spans still point into ``text``)
-        text = mask_non_statements(text)
         for n in sorted(run):  # rule order, so results do not depend on set iteration
             c = self._compiled[n]
             for regex in c.regexes:
@@ -352,6 +360,8 @@ def _first_text(
     meta: Mapping[str, Any], keys: tuple[str, ...], numbers: bool = False
 ) -> str | None:
     """The first usable string under ``keys`` (a list's first string; numbers if asked)."""
+    if not meta:
+        return None
     for k in keys:
         v = meta.get(k)
         if isinstance(v, (list, tuple)):

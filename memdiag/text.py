@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 # Hiragana/Katakana, CJK Extension A, Unified Ideographs, Hangul syllables, Compatibility Ideographs
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -105,7 +106,10 @@ _ADVERB_VERB = re.compile(
     rf"\bI (never|always|usually|often|also|still|now|recently|just|no longer) ({_VERB_S})\b"
 )
 # a sentence start: text start, or after . ! ? ; : and space, or a newline (with list bullets)
-_START = r"(?:^|(?<=[.!?;:]\s)|(?<=\n))\s*(?:[-*•]\s*)?"
+# where a sentence starts: the text start, after . ! ? ; : and a space, after a newline; the
+# rules below are tried there only (anchored), not at every position of long memories
+_SENTENCE_END = re.compile(r"[.!?;:]\s|\n")
+_LEAD_SPACE = re.compile(r"\s*(?:[-*•]\s*)?")
 # capitalised words that begin sentences without naming anyone
 _NOT_NAMES = (
     "The|This|That|These|Those|It|Its|There|Here|They|We|You|Your|Our|His|Her|Their|What|Which|"
@@ -125,23 +129,23 @@ _THIRD = (
 _ADVERBS = r"never|always|usually|often|also|still|now|recently|just|no longer"
 _NAME_WORD = rf"(?!(?:{_NOT_NAMES})\b)(?!(?i:{_THIRD}|{_ADVERBS})\b)[A-Z][a-z]+"
 _NAME = rf"{_NAME_WORD}(?: {_NAME_WORD})?"
-_NAMED_POSSESSIVE = re.compile(rf"{_START}(?:{_NAME}|She|He)(?:'s|’s|s') ")
+_NAMED_POSSESSIVE = re.compile(rf"(?:{_NAME}|She|He)(?:'s|’s|s') ")
 _SUBJECT_VERB = re.compile(
     rf"\b(?:the )?user (?:(?P<aux>{_AUX})|(?P<verb>{_THIRD}|{_VERB_S}))\b", re.IGNORECASE
 )
-_NAMED_SUBJECT = re.compile(rf"{_START}(?:{_NAME}|She|He) (?:(?P<verb>{_THIRD})|(?P<aux>{_AUX}))\b")
+_NAMED_SUBJECT = re.compile(rf"(?:{_NAME}|She|He) (?:(?P<verb>{_THIRD})|(?P<aux>{_AUX}))\b")
 # "Lives in Berlin", "Is allergic to peanuts", "Never eats pork": mem0's subject-less style
 _BARE_VERB = re.compile(
-    rf"{_START}(?:(?P<adv>(?i:{_ADVERBS})) (?P<verb2>{_THIRD}|{_VERB_S})|"
+    rf"(?:(?P<adv>(?i:{_ADVERBS})) (?P<verb2>{_THIRD}|{_VERB_S})|"
     rf"(?P<verb>(?i:{_THIRD}|is|was|has|had|does not|doesn't|did not|didn't|cannot|can't)))"
     r"\b(?=\s)"
 )
 _BARE_NOUN = re.compile(
-    rf"{_START}(?P<noun>Name|Full name|First name|Birthday|Date of birth|Time ?zone|Timezone|"
+    r"(?P<noun>Name|Full name|First name|Birthday|Date of birth|Time ?zone|Timezone|"
     r"Job|Occupation|Diet|Allergies|Allergy|Home city|Home|Units|Favou?rite \w+)"
     r"(?= (?:is|are|was)\b)"
 )
-_BARE_ADJ = re.compile(rf"{_START}(?P<adj>Allergic to|Based in|Born on|Born in|Vegetarian|Vegan)\b")
+_BARE_ADJ = re.compile(r"(?P<adj>Allergic to|Based in|Born on|Born in|Vegetarian|Vegan)\b")
 _ZH_SUBJECT = re.compile(r"(^|[。！？.!?；;\n]\s*)(?:这位)?用户(?=的|\S)")
 _ZH_NAMED = re.compile(
     r"(^|[。！？.!?；;\n]\s*)(?:(?!如果|假如|假设|要是|万一|假使|倘若|想象|假装)"
@@ -216,22 +220,50 @@ def _verb_phrase(m: re.Match[str]) -> str:
 def _bare_verb(m: re.Match[str]) -> str:
     if m.group("adv"):  # "Never eats pork" → "I never eat pork"; "Never book ..." stays
         adv = m.group("adv").lower()
-        return f"{_lead(m)}I {adv} {_first_person_verb(m.group('verb2'))}"
+        return f"I {adv} {_first_person_verb(m.group('verb2'))}"
     first = m.group("verb")
     if first[0].islower():
         return m.group(0)
-    return f"{_lead(m)}I {_first_person_verb(first)}"
+    return f"I {_first_person_verb(first)}"
+
+
+# tried in order at each sentence start; the first that matches rewrites it
+_AT_START: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (_NAMED_POSSESSIVE, lambda m: "My "),
+    (_NAMED_SUBJECT, lambda m: "I " + _verb_phrase(m)),
+    (
+        _BARE_NOUN,
+        lambda m: "My " + _NOUN_PHRASES.get(m.group("noun").lower(), m.group("noun").lower()),
+    ),
+    (_BARE_ADJ, lambda m: _ADJ_PHRASES[m.group("adj").lower()]),
+    (_BARE_VERB, _bare_verb),
+)
+
+
+def _rewrite_sentence_starts(t: str) -> str:
+    starts = [0, *(m.end() for m in _SENTENCE_END.finditer(t))]
+    out: list[str] = []
+    last = 0
+    for start in starts:
+        pos = _LEAD_SPACE.match(t, start).end()  # type: ignore[union-attr]
+        if pos < last or pos >= len(t) or not t[pos].isupper():
+            continue
+        for regex, rewrite in _AT_START:
+            m = regex.match(t, pos)
+            if m:
+                out.append(t[last:pos])
+                out.append(rewrite(m))
+                last = m.end()
+                break
+    if not out:
+        return t
+    out.append(t[last:])
+    return "".join(out)
 
 
 def _sentence_start(text: str, i: int) -> bool:
     head = text[:i].rstrip(" -*•")
     return not head or head[-1] in ".!?;:\n"
-
-
-def _lead(m: re.Match[str]) -> str:
-    """The whitespace (and list bullet) a sentence-start match begins with."""
-    s = m.group(0)
-    return s[: len(s) - len(s.lstrip(" \t\n-*•"))]
 
 
 def as_first_person(text: str) -> str:
@@ -248,25 +280,9 @@ def as_first_person(text: str) -> str:
     if "user" in t or "User" in t or "USER" in t:
         t = _POSSESSIVE.sub(lambda m: "My" if _sentence_start(m.string, m.start()) else "my", t)
         t = _SUBJECT_VERB.sub(lambda m: "I " + _verb_phrase(m), t)
-    if re.search(r"[A-Z]", t):
-        t = _NAMED_POSSESSIVE.sub(lambda m: _lead(m) + "My ", t)
-        t = _NAMED_SUBJECT.sub(lambda m: _lead(m) + "I " + _verb_phrase(m), t)
-        t = _BARE_NOUN.sub(
-            lambda m: (
-                m.group(0)[: m.start("noun") - m.start()]
-                + "My "
-                + _NOUN_PHRASES.get(m.group("noun").lower(), m.group("noun").lower())
-            ),
-            t,
-        )
-        t = _BARE_ADJ.sub(
-            lambda m: (
-                m.group(0)[: m.start("adj") - m.start()] + _ADJ_PHRASES[m.group("adj").lower()]
-            ),
-            t,
-        )
-        t = _BARE_VERB.sub(_bare_verb, t)
-    t = _ADVERB_VERB.sub(lambda m: f"I {m.group(1)} {_first_person_verb(m.group(2))}", t)
+    t = _rewrite_sentence_starts(t)
+    if "I " in t:
+        t = _ADVERB_VERB.sub(lambda m: f"I {m.group(1)} {_first_person_verb(m.group(2))}", t)
     if has_cjk(t):
         t = _ZH_SUBJECT.sub(r"\1我", t)
         t = _ZH_NAMED.sub(r"\1我", t)
@@ -288,7 +304,7 @@ _OWN_QUOTE = re.compile(
     r"\b(?:I|we)\s+(?:always\s+)?(?:say|said|wrote|told you|asked)[:,]?\s*$", re.I
 )
 _QUESTION_START = re.compile(
-    r"^\W*(?:(?:what|what's|which|who|whom|whose|where|when|why|how)\b|"
+    r"\W*(?:(?:what|what's|which|who|whom|whose|where|when|why|how)\b|"
     r"(?:do|does|did|am|is|are|was|were|can|could|would|will|should|shall|may|might|must|have|"
     r"has|had|isn't|aren't|wasn't|don't|doesn't|didn't|won't|wouldn't|can't|couldn't|"
     r"shouldn't|haven't|hasn't)\s+(?:I|you|we|they|he|she|it|my|your|our|their|the|there|this|"
@@ -306,8 +322,49 @@ _HYPOTHETICAL = re.compile(
 )
 # a clause: up to a comma or semicolon (the separator stays with the clause before it)
 _CLAUSE_SPAN = re.compile(r"[^,，;；、]+[,，;；、]*|[,，;；、]+")
+_HYPOTHETICAL_HINTS = (
+    "suppos",
+    "imagine",
+    "pretend",
+    "hypothetical",
+    "what if",
+    "let's say",
+    "let’s say",
+    "lets say",
+    "say i",
+    "i wish",
+    "if only",
+    "assuming",
+    "role",
+    "假设",
+    "假如",
+    "想象",
+    "假装",
+    "要是",
+    "万一",
+    "倘若",
+    "假使",
+)
+_CONDITION_HINTS = ("if", "in case", "unless", "whether", "如果")
 # a condition holds until the next comma: "If you book a hotel, never pick one by the station"
 _CONDITION = re.compile(r"\b(?:if|in case|unless|even if|whether)\b[^,，;；]*|如果[^,，;；]*", re.I)
+# characters that may start something to blank: question marks, quotes, CJK text
+_MASK_CHARS = re.compile('[?？"“「『' + CJK_RANGES + "]|(?<!\\w)'")
+_HINTS = (*_HYPOTHETICAL_HINTS, *_CONDITION_HINTS)
+
+
+def _needs_mask(text: str) -> bool:
+    """Cheap tests (this runs on records of large stores): whether anything may be blanked."""
+    if _MASK_CHARS.search(text):
+        return True
+    low = text.casefold()
+    if any(w in low for w in _HINTS):
+        return True
+    starts = (0, *(m.end() for m in _SENTENCE_END.finditer(text)))
+    return any(
+        _QUESTION_START.match(text, _LEAD_SPACE.match(text, p).end())  # type: ignore[union-attr]
+        for p in starts
+    )
 
 
 def _blank(chars: list[str], start: int, end: int) -> None:
@@ -322,6 +379,8 @@ def mask_non_statements(text: str) -> str:
     Blanked: questions (a "?" or a question word order, 吗/什么/哪里…), hypotheticals (suppose,
     imagine, what if, 假如…; a condition up to its comma), and quotes of others' words.
     """
+    if not _needs_mask(text):
+        return text
     chars: list[str] | None = None
     if any(q in text for q in "\"“「『'"):
         for m in _QUOTES.finditer(text):
@@ -329,19 +388,24 @@ def mask_non_statements(text: str) -> str:
                 continue
             chars = chars if chars is not None else list(text)
             _blank(chars, m.start(), m.end())
+    low = text.casefold()
+    asks = "?" in text or "？" in text
+    cjk = has_cjk(text)
+    hypo = any(w in low for w in _HYPOTHETICAL_HINTS)
+    cond = any(w in low for w in _CONDITION_HINTS)
     masked = text if chars is None else "".join(chars)
     for m in _SENTENCE.finditer(masked):
         s = m.group(0)
         if not s.strip():
             continue
-        if _QUESTION_START.match(s) or _HYPOTHETICAL.search(s):
+        if _QUESTION_START.match(s) or (hypo and _HYPOTHETICAL.search(s)):
             chars = chars if chars is not None else list(text)
             _blank(chars, m.start(), m.end())
             continue
         # a question often follows statements in one sentence ("我叫林晓，能帮我规划一下吗？",
         # "I'm allergic to peanuts, can you suggest a snack?"): only its own clauses go
         asked = s.rstrip("\"'”’」』) \n").endswith(("?", "？"))
-        clauses = list(_CLAUSE_SPAN.finditer(s))
+        clauses = list(_CLAUSE_SPAN.finditer(s)) if (asks or cjk or "," in s) else []
         for k, c in enumerate(clauses):
             part = c.group(0)
             if (
@@ -351,7 +415,7 @@ def mask_non_statements(text: str) -> str:
             ):
                 chars = chars if chars is not None else list(text)
                 _blank(chars, m.start() + c.start(), m.start() + c.end())
-        for c in _CONDITION.finditer(s):
+        for c in _CONDITION.finditer(s) if cond else ():
             chars = chars if chars is not None else list(text)
             _blank(chars, m.start() + c.start(), m.start() + c.end())
     return text if chars is None else "".join(chars)
