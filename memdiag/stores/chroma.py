@@ -23,6 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.embeddings import embedding_function_name
+from memdiag.stores.records import CollectionData, MemoryRecord
+
+__all__ = [
+    "ChromaStore",
+    "CollectionData",
+    "CollectionInfo",
+    "Hit",
+    "MemoryRecord",
+    "open_chroma",
+    "validate_store_dir",
+]
 
 if TYPE_CHECKING:  # numpy and chromadb are imported lazily: `memdiag --help` must stay instant
     import numpy as np
@@ -58,37 +69,6 @@ class CollectionInfo:
             and self.legacy_space is not None
             and self.configured_space != self.legacy_space
         )
-
-
-@dataclass(frozen=True, eq=False)
-class MemoryRecord:
-    """One stored memory. ``embedding`` is a float32 row (a view into the collection matrix)."""
-
-    id: str
-    document: str | None
-    metadata: dict[str, Any]
-    embedding: np.ndarray | None
-    collection: str
-
-
-@dataclass(frozen=True, eq=False)
-class CollectionData:
-    """A whole collection in columns; ``embeddings`` is an (n, dim) float32 matrix or None."""
-
-    name: str
-    ids: list[str]
-    documents: list[str | None]
-    metadatas: list[dict[str, Any]]
-    embeddings: np.ndarray | None
-
-    def records(self) -> list[MemoryRecord]:
-        """The same data as one ``MemoryRecord`` per row."""
-        emb = self.embeddings
-        rows = zip(self.ids, self.documents, self.metadatas, strict=True)
-        return [
-            MemoryRecord(i, d, m, None if emb is None else emb[n], self.name)
-            for n, (i, d, m) in enumerate(rows)
-        ]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memdiag.stores.chroma import CollectionData
+    from memdiag.stores.records import CollectionData
 
 LAYOUTS = ("mem0", "llamaindex", "langchain", "chroma")
 TENANT_KEYS = ("user_id", "agent_id", "run_id")
@@ -180,7 +180,7 @@ def read_layout(
     Never raises on odd records: a record whose text cannot be read is left out and counted in
     one problem line; everything readable is returned.
     """
-    from memdiag.stores.chroma import CollectionData
+    from memdiag.stores.records import CollectionData
 
     layout = layout or detect_layout(data.name, data.documents, data.metadatas)
     if layout.bookkeeping:
