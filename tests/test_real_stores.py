@@ -469,7 +469,10 @@ def test_without_embedding_function_retrieval_is_unchecked_and_says_what_fits(st
     out = _cli("diagnose", str(CONVERSATION), "--chroma", str(STORES / store), "--top-k", "3")
     ds = {d["at_turn"]: d for d in out["diagnoses"]}
     assert ds[8]["verdict"] == "long_term_unchecked"
-    assert "fit --embedding-function default" in ds[8]["details"]["skipped_reason"]
+    reason = ds[8]["details"]["skipped_reason"]
+    assert "name the model of its 384-dimensional vectors with --embedding-function default" in (
+        reason
+    )
     assert ds[9]["verdict"] == "long_term_not_written"  # found nowhere, whatever the model
 
 

@@ -168,9 +168,17 @@ def resolve_for_collection(
         return build_embedding_function(choice)
     dim = dimension()
     fits = names_for_dimension(dim)
-    hint = (
-        f"; its {dim}-dimensional vectors fit --embedding-function {' or '.join(fits)}"
-        if fits
-        else (f"; no model memdiag knows makes {dim}-dimensional vectors" if dim else "")
-    )
-    return None, reason + hint
+    if embedding_function_name(config) is None and dim:
+        reason = (
+            "the collection has no persisted embedding function (langchain-chroma and mem0 create "
+            "theirs with embedding_function=None)"
+        )
+        if fits:
+            first, rest = fits[0], fits[1:]
+            also = f" (also fit: {', '.join(rest)})" if rest else ""
+            return None, (
+                f"{reason}; name the model of its {dim}-dimensional vectors with "
+                f"--embedding-function {first}{also}"
+            )
+        return None, f"{reason}; no model memdiag knows makes {dim}-dimensional vectors"
+    return None, reason
