@@ -351,6 +351,11 @@ _CONDITION = re.compile(r"\b(?:if|in case|unless|even if|whether)\b[^,，;；]*|
 # characters that may start something to blank: question marks, quotes, CJK text
 _MASK_CHARS = re.compile('[?？"“「『' + CJK_RANGES + "]|(?<!\\w)'")
 _HINTS = (*_HYPOTHETICAL_HINTS, *_CONDITION_HINTS)
+# a question word order at a sentence start (the sentence starts are found by a character
+# class, so the search stays cheap)
+_QUESTION_AT_START = re.compile(
+    r"(?:^|[.!?;:]\s|\n)\s*(?:[-*•]\s*)?" + _QUESTION_START.pattern, re.I
+)
 
 
 def _needs_mask(text: str) -> bool:
@@ -358,13 +363,7 @@ def _needs_mask(text: str) -> bool:
     if _MASK_CHARS.search(text):
         return True
     low = text.casefold()
-    if any(w in low for w in _HINTS):
-        return True
-    starts = (0, *(m.end() for m in _SENTENCE_END.finditer(text)))
-    return any(
-        _QUESTION_START.match(text, _LEAD_SPACE.match(text, p).end())  # type: ignore[union-attr]
-        for p in starts
-    )
+    return any(w in low for w in _HINTS) or _QUESTION_AT_START.search(text) is not None
 
 
 def _blank(chars: list[str], start: int, end: int) -> None:
