@@ -587,3 +587,28 @@ def test_diagnose_never_queries_an_older_mem0_bookkeeping_collection(tmp_path: P
         "mia",
     )
     assert {d["at_turn"]: d["verdict"] for d in out["diagnoses"]}[8] == "in_context"
+
+
+def test_check_spec_scopes_a_mem0_store(tmp_path: Path) -> None:
+    """`memdiag check` takes the same store settings: a CI case on one user of a mem0 store."""
+    from typer.testing import CliRunner
+
+    from memdiag.cli import app
+
+    spec = tmp_path / "checks.yaml"
+    spec.write_text(
+        f"""version: 1
+cases:
+  - name: mem0 Lisbon is stale
+    transcript: {CONVERSATION}
+    store: {{chroma: {STORES / "mem0"}, user_id: mia, embedding_function: default, top_k: 3}}
+    expect:
+      - verdict: long_term_stale
+        fact: "I moved to Lisbon"
+      - max_findings: {{conflict: 2}}
+""",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["check", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "1 passed, 0 failed" in result.stdout
