@@ -35,6 +35,11 @@ REAL = {
 }
 
 
+def md5(text: str) -> str:
+    """mem0's ``hash`` of a memory's text."""
+    return hashlib.md5(text.encode()).hexdigest()
+
+
 def tree_digest(path: Path) -> dict[str, str]:
     return {
         str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -199,14 +204,21 @@ def _store(tmp_path: Path, name: str, rows: list[dict[str, Any]], dim: int = 384
 
 def test_mem0_records_without_data_are_listed_and_the_rest_read(tmp_path: Path) -> None:
     rows = [
-        {"id": "a", "metadata": {"data": "Lives in Berlin", "hash": "h1", "user_id": "mia"}},
+        {
+            "id": "a",
+            "metadata": {
+                "data": "Lives in Berlin",
+                "hash": md5("Lives in Berlin"),
+                "user_id": "mia",
+            },
+        },
         {"id": "b", "metadata": {"hash": "h2", "user_id": "mia"}},
         {"id": "c", "metadata": {"data": 42, "hash": "h3", "user_id": "mia"}},
         {
             "id": "d",
             "metadata": {
                 "data": "Is allergic to peanuts",
-                "hash": "h4",
+                "hash": md5("Is allergic to peanuts"),
                 "user_id": "mia",
                 "key": 7,
                 "created_at": "not a date",
@@ -502,7 +514,7 @@ def test_cli_bad_records_one_line_and_the_rest_audited(tmp_path: Path) -> None:
             "id": "a",
             "metadata": {
                 "data": "Lives in Berlin",
-                "hash": "h1",
+                "hash": md5("Lives in Berlin"),
                 "user_id": "mia",
                 "key": "home_city",
                 "updated_at": "2026-01-10",
@@ -514,7 +526,7 @@ def test_cli_bad_records_one_line_and_the_rest_audited(tmp_path: Path) -> None:
             "id": "d",
             "metadata": {
                 "data": "Moved to Lisbon",
-                "hash": "h4",
+                "hash": md5("Moved to Lisbon"),
                 "user_id": "mia",
                 "key": "home_city",
                 "updated_at": 1780000000,
@@ -524,7 +536,7 @@ def test_cli_bad_records_one_line_and_the_rest_audited(tmp_path: Path) -> None:
             "id": "e",
             "metadata": {
                 "data": "Is allergic to peanuts",
-                "hash": "h5",
+                "hash": md5("Is allergic to peanuts"),
                 "user_id": 7,
                 "created_at": True,
                 "categories": "health",
@@ -612,3 +624,20 @@ cases:
     result = CliRunner().invoke(app, ["check", str(spec)])
     assert result.exit_code == 0, result.output
     assert "1 passed, 0 failed" in result.stdout
+
+
+def test_mem0_hash_that_does_not_match_the_text_is_reported(tmp_path: Path) -> None:
+    rows = [
+        {"id": "ok", "metadata": {"data": "Lives in Berlin", "hash": md5("Lives in Berlin")}},
+        {"id": "edited", "metadata": {"data": "Lives in Lisbon", "hash": md5("Lives in Berlin")}},
+    ]
+    path = _store(tmp_path, "mem0", rows)
+    with open_chroma(str(path)) as s:
+        r = read_layout(s.read("mem0"))
+    assert r.data.ids == ["ok", "edited"]  # both read: the text is there
+    assert r.problems == (
+        "collection 'mem0' (mem0 layout): 1 records carry a 'hash' that is not the md5 of their "
+        "text (edited outside mem0? its duplicate check will miss them): edited",
+    )
+    # the real store's hashes are mem0's own
+    assert read("mem0").problems == ()

@@ -219,6 +219,15 @@ def read_layout(
             f"{len(data.ids)} records have no readable text ({why}): {shown}; read the other "
             f"{len(data.ids) - len(unreadable) - out_of_scope}"
         )
+    if layout.name == "mem0":
+        stale_hash = _stale_hashes(data, keep, docs)
+        if stale_hash:
+            shown = ", ".join(stale_hash[:5]) + (" …" if len(stale_hash) > 5 else "")
+            problems.append(
+                f"collection {data.name!r} (mem0 layout): {len(stale_hash)} records carry a "
+                f"'hash' that is not the md5 of their text (edited outside mem0? its duplicate "
+                f"check will miss them): {shown}"
+            )
     if scope and not scoped:
         problems.append(
             f"collection {data.name!r} has no {'/'.join(k for k, _ in scope.items())} "
@@ -234,6 +243,18 @@ def read_layout(
     return LayoutRead(
         layout, read, tuple(unreadable), tuple(problems), out_of_scope, dict(tenants), scoped
     )
+
+
+def _stale_hashes(data: CollectionData, keep: list[int], texts: list[str | None]) -> list[str]:
+    """Ids whose mem0 ``hash`` (md5 of ``data``, mem0's duplicate check) no longer matches."""
+    import hashlib
+
+    out = []
+    for i, text in zip(keep, texts, strict=True):
+        h = data.metadatas[i].get("hash")
+        if isinstance(h, str) and text and hashlib.md5(text.encode()).hexdigest() != h:
+            out.append(data.ids[i])
+    return out
 
 
 def _rows(matrix: Any, keep: list[int]) -> Any:
