@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memdiag.extract import default_extractor
 from memdiag.text import as_first_person, mask_non_statements
@@ -401,3 +403,46 @@ def test_negation_ends_with_its_sentence() -> None:
     found = default_extractor().extract("东航那班不错。我喜欢靠窗的座位。")
     assert [(e.field, e.value) for e in found] == [("preference", "靠窗的座位")]
     assert default_extractor().extract("我不喜欢靠窗的座位。") == []
+
+
+# --- invariants ------------------------------------------------------------------------------
+
+_PIECES = st.sampled_from(
+    [
+        "I live in Berlin.",
+        "Do you know where I live?",
+        "If I were vegan,",
+        " I'm allergic to",
+        " peanuts",
+        "我住在柏林。",
+        "你知道吗？",
+        '"quoted words here"',
+        "'single quoted'",
+        "Never book hotels.",
+        " suppose",
+        "\n- Lives in Lisbon",
+        "？",
+        "?",
+        ",",
+        " ",
+        "、",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=12), max_size=12).map("".join))
+def test_masking_only_blanks(text: str) -> None:
+    masked = mask_non_statements(text)
+    assert len(masked) == len(text)
+    assert all(m == t or (m == " " and t != "\n") for m, t in zip(masked, text, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=12), max_size=12).map("".join))
+def test_extraction_never_fails_and_spans_point_into_the_text(text: str) -> None:
+    ex = default_extractor()
+    for e in ex.extract(text):
+        assert 0 <= e.span[0] <= e.span[1] <= len(text)
+    ex.read_memory(text, {"key": text[:5], "category": text[5:9]})
+    as_first_person(text)
