@@ -42,6 +42,7 @@ from memdiag.cli.runtime import (
     quiet_mode,
     run_state,
     stderr,
+    store_problems,
     write_html,
 )
 from memdiag.cli.terminal import flags_without_a_type, strategies_progress
@@ -165,6 +166,8 @@ def replay(
         "  memdiag diagnose fixtures/demo.jsonl --budget 400          (every `forgot` marker)\n\n"
         "  memdiag diagnose chat.jsonl --fact 'allergic to peanuts' --at 40 --strategy summary\n\n"
         "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
+        "  memdiag diagnose chat.jsonl --chroma ./mem0_db --user-id mia "
+        "--embedding-function default\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
     )
 )
@@ -231,6 +234,7 @@ def diagnose(
             progress("diagnosing", min_total=2) as tick,
         ):
             diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+            store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):
             run_state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
@@ -251,6 +255,8 @@ def diagnose(
         "Examples:\n\n"
         "  memdiag inspect-store --facts-file facts.json\n\n"
         "  memdiag inspect-store --chroma ./chroma_db --collection memories --format json\n\n"
+        "  memdiag inspect-store --chroma ./mem0_db --user-id mia    (one user of a mem0 store)\n\n"
+        "  memdiag inspect-store --chroma ./langchain_db --embedding-function default\n\n"
         "  memdiag inspect-store --facts-file facts.json --chroma http://127.0.0.1:8000 "
         "--fail-on warning"
     ),
@@ -305,6 +311,7 @@ def inspect_store(
             progress("auditing", min_total=5000) as tick,
         ):
             report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
+            store_problems(opened.chroma)
         output.to_renderer().audit(report)
         if fail_on is not None:
             worst = SEVERITIES.index(fail_on)

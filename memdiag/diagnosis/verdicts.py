@@ -213,6 +213,8 @@ class Contradiction:
     field: str
     value: str
     document: str
+    how: str = "text"  # where the field came from: the text, or a metadata key
+    older: bool | None = None  # older than the fact's own record (None: a date is missing)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -221,6 +223,8 @@ class Contradiction:
             "field": self.field,
             "value": self.value,
             "document": self.document,
+            "how": self.how,
+            "older": self.older,
         }
 
 

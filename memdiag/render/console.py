@@ -347,9 +347,17 @@ def render_audit(console: Console, report: AuditReport) -> None:
                 f"chroma {s.mode}",
                 f"{s.count} records",
                 Text(
-                    f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
+                    (f"layout {s.layout.name} (text in {s.layout.text_from}), " if s.layout else "")
+                    + (
+                        f"{s.scope}: {s.records_read} read, {s.out_of_scope} other tenants' "
+                        "records left out, "
+                        if s.scope
+                        else ""
+                    )
+                    + f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
                     f"retrieval checks {retrieval}"
                     + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
+                    + "".join(f"\n{p}" for p in s.problems)
                 ),
             )
     console.print(stores)
