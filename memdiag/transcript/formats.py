@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from memdiag.errors import InputError
 from memdiag.transcript.blocks import text_of
+from memdiag.transcript.events import retrieval_from, window_from
 from memdiag.transcript.model import (
     ROLES,
     RawItem,
@@ -164,6 +165,7 @@ def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False
 def _ensure_importers() -> None:
     # importers register further formats on import; kept out of module import time
     import memdiag.transcript.importers  # noqa: F401
+    import memdiag.transcript.otel  # noqa: F401
 
 
 # --- helpers shared by readers ------------------------------------------------------------
@@ -259,7 +261,7 @@ class Canonical:
             return False
         first = source.records[0][1]
         return isinstance(first, dict) and (
-            "role" in first or first.get("type") in ("session", "summary")
+            "role" in first or first.get("type") in ("session", "summary", "window", "retrieval")
         )
 
     def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
@@ -283,11 +285,16 @@ class Canonical:
                     if not isinstance(content, str):
                         raise ValueError("field 'content' of a summary must be a string")
                     yield RawSummary(content, opt_str(obj, "replaces_through"), line)
+                elif kind == "window":
+                    yield window_from(obj, line)
+                elif kind == "retrieval":
+                    yield retrieval_from(obj, line)
                 elif kind in (None, "message"):
                     yield message_from_dict(obj, line)
                 else:
                     raise ValueError(
-                        f"field 'type': unknown {kind!r}; expected session, summary or a message"
+                        f"field 'type': unknown {kind!r}; expected session, summary, window, "
+                        "retrieval or a message"
                     )
             except ValueError as exc:
                 invalid(source, skip_invalid, line, str(exc))

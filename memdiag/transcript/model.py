@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memdiag.transcript.events import RawRetrieval, RawWindow, RetrievalEvent, WindowEvent, resolve
+
 ROLES = ("system", "user", "assistant", "tool")
 
 
@@ -71,6 +73,16 @@ class Transcript:
     session_ts: dict[str, str] = field(default_factory=dict)
     skipped: int = 0  # lines skipped with --skip-invalid
     warnings: tuple[str, ...] = ()
+    windows: tuple[WindowEvent, ...] = ()  # observed requests (SPEC §2b), by `before`
+    retrievals: tuple[RetrievalEvent, ...] = ()  # recorded memory searches, by `before`
+
+    def window_at(self, number: int) -> WindowEvent | None:
+        """The observed request of turn ``number`` that produced its final reply, if recorded."""
+        found = None
+        for w in self.windows:
+            if self.messages[w.before].turn == number:
+                found = w
+        return found
 
     def message(self, message_id: str) -> Message:
         for m in self.messages:
@@ -122,7 +134,7 @@ class RawSummary:
     line: int = 0
 
 
-RawItem = RawMessage | RawSession | RawSummary
+RawItem = RawMessage | RawSession | RawSummary | RawWindow | RawRetrieval
 
 DEFAULT_SESSION = "s1"
 
@@ -145,6 +157,7 @@ def build(
     session_ts: dict[str, str] = {}
     pending_summaries: list[RawSummary] = []
     summary_after: list[int] = []
+    pending_events: list[tuple[RawWindow | RawRetrieval, int]] = []
     seen_ids: set[str] = set()
     session: str | None = None
     turn = 0
@@ -181,6 +194,9 @@ def build(
         if isinstance(item, RawSummary):
             pending_summaries.append(item)
             summary_after.append(len(messages) - 1)
+            continue
+        if isinstance(item, (RawWindow, RawRetrieval)):
+            pending_events.append((item, len(messages)))
             continue
         if item.session is not None:
             enter_session(str(item.session), item.ts)
@@ -242,6 +258,7 @@ def build(
             )
         owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
         summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line))
+    windows, retrievals = resolve(pending_events, messages, path)
 
     return Transcript(
         path=path,
@@ -253,6 +270,8 @@ def build(
         session_ts=session_ts,
         skipped=skipped,
         warnings=tuple(warn),
+        windows=windows,
+        retrievals=retrievals,
     )
 
 

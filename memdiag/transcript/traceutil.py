@@ -1,0 +1,127 @@
+"""Helpers shared by the trace readers (OpenTelemetry, LangSmith, Langfuse, Letta).
+
+A trace records LLM *calls*; each call's input repeats the conversation so far. The readers turn
+calls into messages and observed windows with :class:`memdiag.transcript.events.CallLedger`.
+Errors name the file and the path inside it (``otel.json: [3].attributes.gen_ai.input.messages
+[2].role: unknown role 'robot'``); with ``--skip-invalid`` the bad call is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from memdiag.transcript.events import Record
+from memdiag.transcript.formats import Source
+from memdiag.transcript.model import ROLES, RawMessage
+
+
+class PathError(ValueError):
+    """A bad value at a path inside a document."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+
+
+def bad(source: Source, skip_invalid: bool, err: PathError | str) -> None:
+    """Raise the one-line error for a bad call, or count it as skipped."""
+    text = str(err)
+    if skip_invalid:
+        source.skipped += 1
+        source.warnings.append(f"{source.path}: skipped: {text}")
+        return
+    raise source.error(text)
+
+
+def maybe_json(value: Any, where: str) -> Any:
+    """Attributes hold structured values as JSON strings; parse them when they are."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("[", "{"):
+            try:
+                return json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                raise PathError(where, f"invalid JSON in attribute ({exc.msg})") from None
+    return value
+
+
+def as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def role_of(value: Any, where: str, aliases: dict[str, str] | None = None) -> str:
+    role = value
+    if isinstance(role, str) and aliases:
+        role = aliases.get(role, role)
+    if role == "developer":
+        role = "system"
+    if role not in ROLES:
+        raise PathError(f"{where}.role", f"unknown role {value!r}; expected one of {', '.join(ROLES)}")
+    return str(role)
+
+
+def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A tool call in the OpenAI shape the rest of memdiag reads."""
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    return {
+        "id": None if call_id is None else str(call_id),
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def records_of(value: Any, where: str) -> tuple[Record, ...]:
+    """Memory records / retrieved documents: `[{id?, content, score?, metadata?}]`."""
+    value = maybe_json(value, where)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise PathError(where, "expected a list of records {id, content, score}")
+    out = []
+    for k, rec in enumerate(value):
+        if isinstance(rec, str):
+            out.append(Record(f"r{k + 1}", rec))
+            continue
+        if not isinstance(rec, dict):
+            raise PathError(f"{where}[{k}]", "expected a record object")
+        content = rec.get("content", rec.get("page_content", rec.get("text")))
+        if content is None:
+            raise PathError(f"{where}[{k}]", "record without 'content'")
+        score = rec.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            score = None
+        rid = rec.get("id") or (rec.get("metadata") or {}).get("id") or f"r{k + 1}"
+        out.append(Record(str(rid), as_text(content), None if score is None else float(score)))
+    return tuple(out)
+
+
+@dataclass
+class Call:
+    """One LLM call as a trace records it, before messages are matched."""
+
+    where: str  # path inside the file, for errors and `source`
+    session: str | None
+    inputs: list[RawMessage]
+    outputs: list[RawMessage]
+    start: Any  # sort key
+    prompt_tokens: int | None = None
+    model: str | None = None
+
+
+def int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
