@@ -22,6 +22,7 @@ from memdiag.transcript.model import Transcript
 
 if TYPE_CHECKING:
     from memdiag.longterm import LongTermStores
+    from memdiag.transcript.events import WindowEvent
 
 LAYER = {
     "never_stated": "none",
@@ -130,17 +131,21 @@ def diagnose(
     stores: LongTermStores | None = None,
     what_if: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    observed: bool = True,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once for all of them.
 
-    ``progress(done, total)`` is called after each failure.
+    ``progress(done, total)`` is called after each failure. With ``observed`` (the default),
+    a transcript that recorded its requests (SPEC §2b) is judged from them; the simulated
+    strategies become the what-if.
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else ("", 0)
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
-    strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
+    strategy = settings.strategy if settings.strategy not in ("all", "observed") else "sliding_window"
+    observed = observed and bool(transcript.windows)
     out = []
     for f in failures:
-        out.append(_one(rctx, strategy, f, stores, what_if))
+        out.append(_one(rctx, strategy, f, stores, what_if, observed))
         if progress is not None:
             progress(len(out), len(failures))
     return out
@@ -152,8 +157,12 @@ def _one(
     failure: Failure,
     stores: LongTermStores | None,
     what_if: bool,
+    observed: bool = False,
 ) -> Diagnosis:
+    from memdiag.observed import request_for
+
     t = rctx.transcript
+    request = request_for(t, failure.at_turn, failure.marker_id) if observed else None
     turn = t.turn(failure.at_turn)
     evidence = _given_evidence(rctx, failure, turn.user_index) or find_evidence(
         failure.fact, t.messages, before=turn.user_index + 1, roles=("user", "assistant", "tool")
@@ -185,9 +194,12 @@ def _one(
     same_session = [e for e in evidence if e.session == turn.session]
     if same_session:
         d.evidence = same_session[:5]
-        _short_term(rctx, strategy, failure, d, what_if)
+        if request is not None:
+            _observed_short_term(rctx, strategy, failure, d, what_if, request, same_session)
+        else:
+            _short_term(rctx, strategy, failure, d, what_if)
     else:
-        _long_term(rctx, failure, d, stores)
+        _long_term(rctx, failure, d, stores, request)
     d.layer = LAYER[d.verdict]
     return d
 
@@ -261,6 +273,50 @@ def _short_term(
     d.fixes = _fixes_short_term(d)
 
 
+def _observed_short_term(
+    rctx: ReplayContext,
+    strategy: str,
+    failure: Failure,
+    d: Diagnosis,
+    what_if: bool,
+    request: WindowEvent,
+    evidence: Sequence[Evidence],
+) -> None:
+    """The verdict from the recorded request; the simulated strategies become the what-if."""
+    from memdiag import observed
+
+    t = rctx.transcript
+    observed.short_term(
+        t, failure.fact, [e.index for e in evidence], request, d, rctx.costs, rctx.counter
+    )
+    if d.verdict == "in_context" or not what_if:
+        return
+    # the same room the agent really used: --budget, else its largest request of the session
+    session = t.messages[request.before].session
+    budget = rctx.settings.budget or max(
+        observed.request_tokens(w, rctx.costs, rctx.counter)
+        for w in t.windows
+        if t.messages[w.before].session == session
+    )
+    wi = what_if_short_term(rctx.with_budget(budget), failure)
+    wi["budget"] = budget
+    d.details["what_if"] = wi
+    keepers = [k for k, v in wi["kept_by_strategy"].items() if v]
+    d.fixes.append(
+        f"With the same {budget} tokens, "
+        + (
+            f"{', '.join(keepers)} would have kept it."
+            if keepers
+            else "none of the simulated strategies keeps it."
+        )
+    )
+    if "scratchpad" in keepers:
+        d.fixes.append("Pin it: a scratchpad of strong facts keeps it at the same budget.")
+    smallest = wi.get("smallest_sliding_window_budget")
+    if smallest is not None and "sliding_window" not in keepers:
+        d.fixes.append(f"A sliding window keeps it from {smallest} tokens on.")
+
+
 def kept_at(
     rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
 ) -> bool:
@@ -295,10 +351,10 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
 
 def what_if_short_term(rctx: ReplayContext, failure: Failure) -> dict[str, Any]:
     """Which strategies keep the fact at the same budget, and the smallest sliding budget."""
-    from memdiag.strategies import STRATEGIES
+    from memdiag.strategies import SIMULATED
 
     kept = {}
-    for name in STRATEGIES:
+    for name in SIMULATED:
         try:
             kept[name] = kept_at(rctx, name, failure.fact, failure.at_turn)
         except ImportError:  # a strategy module that is not installed
@@ -379,11 +435,21 @@ def _fixes_short_term(d: Diagnosis) -> list[str]:
 
 
 def _long_term(
-    rctx: ReplayContext, failure: Failure, d: Diagnosis, stores: LongTermStores | None
+    rctx: ReplayContext,
+    failure: Failure,
+    d: Diagnosis,
+    stores: LongTermStores | None,
+    request: WindowEvent | None = None,
 ) -> None:
+    from memdiag import observed
+
     t = rctx.transcript
     turn = t.turn(failure.at_turn)
     d.details["evidence_sessions"] = sorted({e.session for e in d.evidence})
+    no_store = stores is None or stores.empty
+    if no_store and observed.long_term(t, failure.fact, request, d):
+        d.flags.append("judged_from_trace")
+        return
     if stores is None or stores.empty:
         d.verdict = "long_term_not_written"
         d.flags.append("no_store_checked")
@@ -395,7 +461,14 @@ def _long_term(
             "No rewording of the prompt will bring it back: fix the write path first.",
         ]
         return
-    query = failure.query or rctx.settings.store.query or t.messages[turn.user_index].content
+    recorded = observed.retrievals_for(t, request) if request is not None else []
+    query = (
+        failure.query
+        or rctx.settings.store.query
+        or (recorded[0].query if recorded and recorded[0].query else None)  # the agent's own
+        or t.messages[turn.user_index].content
+    )
     stores.decide(failure.fact, query, rctx.settings, rctx.counter, d)
     if d.verdict == "never_stated":  # decide() found nothing in any store
         d.verdict = "long_term_not_written"
+    observed.compare_with_store(t, failure.fact, request, d)

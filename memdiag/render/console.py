@@ -134,10 +134,36 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
         f" · {sum(r.overflow for r in res.turns)} over budget",
         style="bold",
     )
+    if res.calls:
+        render_calls(console, res)
     if res.final is not None and res.final.pinned:
         console.print(Panel(Text(res.final.pinned), title="pinned at last turn", expand=False))
     if res.final is not None and res.final.summary:
         console.print(Panel(Text(res.final.summary), title="summary at last turn", expand=False))
+
+
+def render_calls(console: Console, res: StrategyReplay) -> None:
+    """Recorded requests: tokens recounted exactly beside the provider's reported prompt tokens."""
+    reported = [c for c in res.calls if c.reported is not None]
+    if not reported:
+        console.print(f"{len(res.calls)} recorded requests (no provider token counts)", style="dim")
+        return
+    table = Table(title="recorded requests: recounted vs reported prompt tokens", title_justify="left")
+    for col in ("turn", "reply", "recounted", "reported", "difference"):
+        table.add_column(col, justify="right" if col != "reply" else "left")
+    shown = reported if len(reported) <= 2 * CHANGES_SHOWN else reported[:CHANGES_SHOWN]
+    for c in shown:
+        diff = c.difference or 0
+        table.add_row(
+            str(c.turn),
+            c.before,
+            str(c.recounted),
+            str(c.reported),
+            Text(f"{diff:+d}", style="yellow" if diff else "green"),
+        )
+    console.print(table)
+    if len(shown) < len(reported):
+        console.print(f"      … {len(reported) - len(shown)} more (--format json)", style="dim")
 
 
 def render_survival(console: Console, report: ReplayReport) -> None:
@@ -191,11 +217,20 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
             body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
             body.append(f"“{_clip(e.text)}”\n", style="italic")
         det = d.details
+        obs = det.get("observed")
+        if isinstance(obs, dict):
+            body.append("request  ", style="dim")
+            body.append(f"{obs['request']} (turn {obs['request_turn']}): {obs['tokens']} tokens")
+            if obs.get("reported_prompt_tokens") is not None:
+                diff = obs["reported_prompt_tokens"] - obs["tokens"]
+                body.append(f", provider reported {obs['reported_prompt_tokens']} ({diff:+d})")
+            body.append("\n")
         if det.get("lost_at_turn") is not None:
             body.append("lost     ", style="dim")
+            budget = "" if isinstance(obs, dict) else f", budget {det.get('budget')}"
             body.append(
-                f"turn {det['lost_at_turn']} ({det.get('mechanism')}) under {det.get('strategy')}, "
-                f"budget {det.get('budget')}\n"
+                f"turn {det['lost_at_turn']} ({det.get('mechanism')}) under "
+                f"{det.get('strategy')}{budget}\n"
             )
         if "window_tokens" in det:
             body.append("window   ", style="dim")
@@ -206,8 +241,12 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
                 f"{k} {'keeps' if v else 'loses'}" for k, v in wi["kept_by_strategy"].items()
             )
             body.append("what-if  ", style="dim")
-            body.append(f"{kept}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n")
+            at = f" at {wi['budget']} tokens" if wi.get("budget") is not None else ""
+            body.append(
+                f"{kept}{at}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n"
+            )
         for key in (
+            "recorded_retrieval",
             "retrieval",
             "facts_file",
             "stores_checked",

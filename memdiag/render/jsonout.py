@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from memdiag.observed import CallTokens
 from memdiag.replay import FactSurvival, StrategyReplay, TurnRecord
 
 
@@ -57,9 +58,22 @@ def replay_json(
             r.name: {
                 "turns": [turn_json(t) for t in r.turns],
                 "facts": [fact_json(f) for f in r.facts],
+                **({"calls": [call_json(c) for c in r.calls]} if r.name == "observed" else {}),
             }
             for r in results
         },
+    }
+
+
+def call_json(c: CallTokens) -> dict[str, Any]:
+    """A recorded request: tokens recounted exactly beside the provider's reported count."""
+    return {
+        "turn": c.turn,
+        "before": c.before,
+        "tokens": c.recounted,
+        "reported_prompt_tokens": c.reported,
+        "difference": c.difference,
+        "model": c.model,
     }
 
 

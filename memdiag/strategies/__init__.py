@@ -29,11 +29,19 @@ def _scratchpad(ctx: StrategyContext, settings: Settings, budget: int) -> Strate
     return make_scratchpad(ctx, settings, budget)
 
 
+def _observed(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    from memdiag.strategies.observed import Observed
+
+    return Observed(ctx, budget)
+
+
 STRATEGIES: dict[str, Callable[[StrategyContext, Settings, int], Strategy]] = {
     "sliding_window": _sliding,
     "summary": _summary,
     "scratchpad": _scratchpad,
+    "observed": _observed,  # the windows a trace recorded (SPEC §2b), not a simulation
 }
+SIMULATED = ("sliding_window", "summary", "scratchpad")
 
 
 def make_strategy(name: str, ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
@@ -49,6 +57,7 @@ def make_strategy(name: str, ctx: StrategyContext, settings: Settings, budget: i
 
 
 __all__ = [
+    "SIMULATED",
     "STRATEGIES",
     "Fit",
     "Strategy",
