@@ -254,7 +254,8 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
             "semantic_search",
         ):
             if key in det and det[key] not in (None, [], {}):
-                body.append(f"{key:<9}", style="dim")
+                label = "recorded" if key == "recorded_retrieval" else key
+                body.append(f"{label:<9}", style="dim")
                 body.append(f"{plain(det[key])}\n")
         for fix in d.fixes:
             body.append("fix      ", style="dim")

@@ -347,8 +347,14 @@ class CallLedger:
         self.known.append((fp, m.id, str(self.current)))
         return m
 
-    def _match(self, fp: tuple[Any, ...], start: int, used: set[int]) -> int | None:
+    def _match(
+        self, fp: tuple[Any, ...], start: int, used: set[int], mid: str | None = None
+    ) -> int | None:
         session = str(self.current)
+        if mid is not None and mid in self.ids:  # the source's own message id
+            for k, (_, kid, ksession) in enumerate(self.known):
+                if kid == mid and ksession == session and k not in used:
+                    return k
         for k in (*range(start, len(self.known)), *range(0, min(start, len(self.known)))):
             kfp, _, ksession = self.known[k]
             if k not in used and ksession == session and kfp == fp:
@@ -376,7 +382,7 @@ class CallLedger:
         pointer = 0
         for m in inputs:
             fp = fingerprint(m)
-            k = self._match(fp, pointer, used)
+            k = self._match(fp, pointer, used, m.id)
             if k is None:
                 items.append(self._add(m, fp))
                 k = len(self.known) - 1

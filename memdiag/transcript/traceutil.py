@@ -94,10 +94,11 @@ def records_of(value: Any, where: str) -> tuple[Record, ...]:
         content = rec.get("content", rec.get("page_content", rec.get("text")))
         if content is None:
             raise PathError(f"{where}[{k}]", "record without 'content'")
-        score = rec.get("score")
+        meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        score = rec.get("score", meta.get("score"))
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             score = None
-        rid = rec.get("id") or (rec.get("metadata") or {}).get("id") or f"r{k + 1}"
+        rid = rec.get("id") or meta.get("id") or f"r{k + 1}"
         out.append(Record(str(rid), as_text(content), None if score is None else float(score)))
     return tuple(out)
 
