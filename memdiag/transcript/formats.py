@@ -167,6 +167,7 @@ def _ensure_importers() -> None:
     import memdiag.transcript.importers  # noqa: F401
     import memdiag.transcript.langfuse  # noqa: F401
     import memdiag.transcript.langsmith  # noqa: F401
+    import memdiag.transcript.letta  # noqa: F401
     import memdiag.transcript.otel  # noqa: F401
 
 

@@ -20,7 +20,14 @@ from memdiag.transcript.events import CallLedger, RawRetrieval
 from memdiag.transcript.formats import Source, register
 from memdiag.transcript.langsmith import message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.traceutil import PathError, as_text, bad, int_or_none, records_of
+from memdiag.transcript.traceutil import (
+    PathError,
+    as_text,
+    bad,
+    int_or_none,
+    records_of,
+    with_memory_tools,
+)
 
 _TYPES = {"GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER", "EMBEDDING",
           "EVALUATOR", "GUARDRAIL"}
@@ -122,6 +129,9 @@ class Langfuse:
         return _is_observation(first) or _is_trace(first)
 
     def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+        yield from with_memory_tools(self._read(source, skip_invalid))
+
+    def _read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         try:
             found = _observations(source)
         except PathError as exc:

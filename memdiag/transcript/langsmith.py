@@ -19,7 +19,14 @@ from memdiag.transcript.events import CallLedger, RawRetrieval
 from memdiag.transcript.formats import Source, message_from_dict, register
 from memdiag.transcript.importers import _is_langchain, _langchain_message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.traceutil import PathError, as_text, bad, int_or_none, records_of
+from memdiag.transcript.traceutil import (
+    PathError,
+    as_text,
+    bad,
+    int_or_none,
+    records_of,
+    with_memory_tools,
+)
 
 THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
 
@@ -125,6 +132,9 @@ class LangSmith:
         return _is_run(first)
 
     def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+        yield from with_memory_tools(self._read(source, skip_invalid))
+
+    def _read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         try:
             runs = _runs(source)
         except PathError as exc:

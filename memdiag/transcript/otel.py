@@ -36,6 +36,7 @@ from memdiag.transcript.traceutil import (
     records_of,
     role_of,
     tool_call,
+    with_memory_tools,
 )
 
 INFERENCE = {"chat", "text_completion", "generate_content"}
@@ -316,7 +317,7 @@ class OTel:
             spans = list(_spans(source))
         except PathError as exc:
             raise source.error(str(exc)) from None
-        yield from read_spans(spans, source, skip_invalid)
+        yield from with_memory_tools(read_spans(spans, source, skip_invalid))
 
 
 def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[RawItem]:

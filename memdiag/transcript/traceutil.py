@@ -9,10 +9,11 @@ Errors name the file and the path inside it (``otel.json: [3].attributes.gen_ai.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from memdiag.transcript.events import Record
+from memdiag.transcript.events import RawRetrieval, Record
 from memdiag.transcript.formats import Source
 from memdiag.transcript.model import ROLES, RawMessage
 
@@ -126,3 +127,73 @@ def int_or_none(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
+
+
+# --- memory tools: a search the agent ran as a tool call, with its result --------------------
+
+MEMORY_TOOLS = frozenset(
+    {
+        "archival_memory_search",  # Letta / MemGPT
+        "conversation_search",  # Letta: recall memory
+        "search_memory",  # OpenTelemetry's operation name, LangMem
+        "search_memories",  # mem0 MCP
+        "memory_search",
+        "recall_memory",
+        "retrieve_memories",
+    }
+)
+_QUERY_KEYS = ("query", "q", "text", "search_query")
+_LIST_KEYS = ("results", "memories", "records", "documents", "passages")
+
+
+def _query_of(arguments: Any) -> str:
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except json.JSONDecodeError:
+        return str(arguments)
+    if isinstance(args, dict):
+        for key in _QUERY_KEYS:
+            if isinstance(args.get(key), str):
+                return str(args[key])
+    return as_text(args)
+
+
+def _result_records(text: str) -> tuple[Record, ...]:
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        value = next((value[k] for k in _LIST_KEYS if isinstance(value.get(k), list)), None)
+    if isinstance(value, list):
+        out = []
+        for k, rec in enumerate(value):
+            if isinstance(rec, dict):
+                content = next(
+                    (rec[c] for c in ("content", "memory", "text", "page_content") if c in rec),
+                    rec,
+                )
+                rid = rec.get("id") or f"r{k + 1}"
+                score = rec.get("score")
+                ok = isinstance(score, (int, float)) and not isinstance(score, bool)
+                out.append(Record(str(rid), as_text(content), float(score) if ok else None))
+            else:
+                out.append(Record(f"r{k + 1}", as_text(rec)))
+        return tuple(out)
+    return (Record("r1", text),) if text.strip() else ()
+
+
+def with_memory_tools(items: Iterable[Any]) -> Iterator[Any]:
+    """Pass a raw stream through, adding a retrieval after each memory tool's result."""
+    pending: dict[str, tuple[str, str]] = {}  # tool call id -> (tool name, query)
+    for item in items:
+        yield item
+        if not isinstance(item, RawMessage):
+            continue
+        for call in item.tool_calls:
+            fn = call.get("function") or {}
+            if fn.get("name") in MEMORY_TOOLS and call.get("id") is not None:
+                pending[str(call["id"])] = (str(fn["name"]), _query_of(fn.get("arguments")))
+        if item.role == "tool" and item.tool_call_id in pending:
+            name, query = pending.pop(item.tool_call_id)
+            yield RawRetrieval(query, _result_records(item.content), None, f"tool {name}")
