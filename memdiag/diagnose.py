@@ -141,7 +141,9 @@ def diagnose(
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else ("", 0)
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
-    strategy = settings.strategy if settings.strategy not in ("all", "observed") else "sliding_window"
+    strategy = (
+        settings.strategy if settings.strategy not in ("all", "observed") else "sliding_window"
+    )
     observed = observed and bool(transcript.windows)
     out = []
     for f in failures:

@@ -174,7 +174,9 @@ def retrievals_for(t: Transcript, request: WindowEvent) -> list[RetrievalEvent]:
     if own:
         return own
     turn = t.messages[request.before].turn
-    return [r for r in t.retrievals if t.messages[r.before].turn == turn and r.before <= request.before]
+    return [
+        r for r in t.retrievals if t.messages[r.before].turn == turn and r.before <= request.before
+    ]
 
 
 def _found(fact: str, searches: Sequence[RetrievalEvent]) -> list[dict[str, Any]]:
@@ -186,9 +188,7 @@ def _found(fact: str, searches: Sequence[RetrievalEvent]) -> list[dict[str, Any]
     ]
 
 
-def long_term(
-    t: Transcript, fact: str, request: WindowEvent | None, d: Diagnosis
-) -> bool:
+def long_term(t: Transcript, fact: str, request: WindowEvent | None, d: Diagnosis) -> bool:
     """Judge the long-term layer from the request and its recorded searches (no store given).
 
     Returns False when nothing was recorded to judge from.

@@ -148,7 +148,9 @@ def render_calls(console: Console, res: StrategyReplay) -> None:
     if not reported:
         console.print(f"{len(res.calls)} recorded requests (no provider token counts)", style="dim")
         return
-    table = Table(title="recorded requests: recounted vs reported prompt tokens", title_justify="left")
+    table = Table(
+        title="recorded requests: recounted vs reported prompt tokens", title_justify="left"
+    )
     for col in ("turn", "reply", "recounted", "reported", "difference"):
         table.add_column(col, justify="right" if col != "reply" else "left")
     shown = reported if len(reported) <= 2 * CHANGES_SHOWN else reported[:CHANGES_SHOWN]

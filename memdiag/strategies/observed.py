@@ -98,7 +98,9 @@ class Observed:
         pinned: list[str] = []
         self.summary_tokens = self.pinned_tokens = self.memory_tokens = 0
         for e in request.extra:
-            tokens = e.tokens if e.opaque and e.tokens is not None else counter.section_cost(e.content)
+            tokens = (
+                e.tokens if e.opaque and e.tokens is not None else counter.section_cost(e.content)
+            )
             if e.section == "summary":
                 self.summary_tokens += tokens
                 summary.append(e.content)

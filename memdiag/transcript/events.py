@@ -152,7 +152,9 @@ def resolve(
     def index_of(ev: RawEvent, mid: str, field_name: str) -> int:
         if mid not in by_id:
             raise InputError(
-                f"{where(ev)}field {field_name}: no message with id {mid!r}", path=path, line=ev.line
+                f"{where(ev)}field {field_name}: no message with id {mid!r}",
+                path=path,
+                line=ev.line,
             )
         return by_id[mid]
 
@@ -164,8 +166,7 @@ def resolve(
                 i = index_of(ev, mid, f"'ids'[{k}]")
                 if i >= before:
                     raise InputError(
-                        f"{where(ev)}field 'ids'[{k}]: {mid!r} does not come before "
-                        f"{ev.before!r}",
+                        f"{where(ev)}field 'ids'[{k}]: {mid!r} does not come before {ev.before!r}",
                         path=path,
                         line=ev.line,
                     )
@@ -190,9 +191,7 @@ def resolve(
             if ev.before is not None:
                 before = index_of(ev, ev.before, "'before'")
             else:
-                before = next(
-                    (m.index for m in messages[after:] if m.role == "assistant"), -1
-                )
+                before = next((m.index for m in messages[after:] if m.role == "assistant"), -1)
                 if before < 0:
                     raise InputError(
                         f"{where(ev)}retrieval with no assistant reply after it",
@@ -347,19 +346,41 @@ class CallLedger:
         self.known.append((fp, m.id, str(self.current)))
         return m
 
-    def _match(
-        self, fp: tuple[Any, ...], start: int, used: set[int], mid: str | None = None
+    def _latest(
+        self, fp: tuple[Any, ...], mid: str | None, bound: int, used: set[int]
     ) -> int | None:
+        """The latest known message of this session before ``bound`` that is this one."""
         session = str(self.current)
-        if mid is not None and mid in self.ids:  # the source's own message id
-            for k, (_, kid, ksession) in enumerate(self.known):
-                if kid == mid and ksession == session and k not in used:
-                    return k
-        for k in (*range(start, len(self.known)), *range(0, min(start, len(self.known)))):
-            kfp, _, ksession = self.known[k]
-            if k not in used and ksession == session and kfp == fp:
+        for k in range(min(bound, len(self.known)) - 1, -1, -1):
+            kfp, kid, ksession = self.known[k]
+            if k in used or ksession != session:
+                continue
+            if (
+                (mid is not None and kid == mid)
+                or ((mid is None or mid not in self.ids)
+                and kfp == fp)
+            ):
                 return k
         return None
+
+    def _tail_start(self, inputs: list[RawMessage], fps: list[tuple[Any, ...]]) -> int:
+        """Where the messages that are new in this request begin.
+
+        A request repeats what the agent kept and ends with what is new: everything after the
+        last known message of the session (usually the previous reply). Without it, the new
+        part starts at the request's last user message (the new question).
+        """
+        session = str(self.current)
+        last = next(
+            (k for k in range(len(self.known) - 1, -1, -1) if self.known[k][2] == session), None
+        )
+        if last is not None:
+            lfp, lid, _ = self.known[last]
+            for i in range(len(inputs) - 1, -1, -1):
+                if inputs[i].id == lid or fps[i] == lfp:
+                    return i + 1
+        users = [i for i, m in enumerate(inputs) if m.role == "user"]
+        return users[-1] if users else len(inputs)
 
     def call(
         self,
@@ -377,17 +398,33 @@ class CallLedger:
         With no output (a failed call), no window is emitted: there is no reply to attach it to.
         """
         items: list[RawMessage | RawWindow] = []
-        ids: list[str] = []
+        inputs = list(inputs)
+        fps = [fingerprint(m) for m in inputs]
+        tail = self._tail_start(inputs, fps)
+        found: list[int | None] = [None] * len(inputs)
         used: set[int] = set()
-        pointer = 0
-        for m in inputs:
-            fp = fingerprint(m)
-            k = self._match(fp, pointer, used, m.id)
+        bound = len(self.known)
+        # what the agent kept: aligned with the latest messages (a repeated "ok" is the last one)
+        for i in range(tail - 1, -1, -1):
+            k = self._latest(fps[i], inputs[i].id, bound, used)
+            if k is not None:
+                found[i] = k
+                used.add(k)
+                bound = k
+        # what is new: a message the agent injects again (a system block) is the known one
+        for i in range(tail, len(inputs)):
+            if inputs[i].role == "system" or inputs[i].id in self.ids:
+                k = self._latest(fps[i], inputs[i].id, len(self.known), used)
+                if k is not None:
+                    found[i] = k
+                    used.add(k)
+        ids: list[str] = []
+        for i, m in enumerate(inputs):
+            k = found[i]
             if k is None:
-                items.append(self._add(m, fp))
+                items.append(self._add(m, fps[i]))
                 k = len(self.known) - 1
-            used.add(k)
-            pointer = k + 1
+                used.add(k)
             ids.append(self.known[k][1])
         first_out: str | None = None
         for m in outputs:

@@ -164,10 +164,10 @@ def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False
 
 def _ensure_importers() -> None:
     # importers register further formats on import; kept out of module import time
-    import memdiag.transcript.importers  # noqa: F401
-    import memdiag.transcript.langfuse  # noqa: F401
-    import memdiag.transcript.langsmith  # noqa: F401
-    import memdiag.transcript.letta  # noqa: F401
+    import memdiag.transcript.importers
+    import memdiag.transcript.langfuse
+    import memdiag.transcript.langsmith
+    import memdiag.transcript.letta
     import memdiag.transcript.otel  # noqa: F401
 
 

@@ -29,8 +29,18 @@ from memdiag.transcript.traceutil import (
     with_memory_tools,
 )
 
-_TYPES = {"GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER", "EMBEDDING",
-          "EVALUATOR", "GUARDRAIL"}
+_TYPES = {
+    "GENERATION",
+    "SPAN",
+    "EVENT",
+    "AGENT",
+    "TOOL",
+    "CHAIN",
+    "RETRIEVER",
+    "EMBEDDING",
+    "EVALUATOR",
+    "GUARDRAIL",
+}
 
 
 def _is_observation(obj: Any) -> bool:

@@ -159,7 +159,9 @@ class LangSmith:
             trace = run.get("trace_id")
             return None if trace is None else f"trace-{trace}"
 
-        ordered = sorted(runs, key=lambda wr: str(wr[1].get("dotted_order") or wr[1].get("start_time") or ""))
+        ordered = sorted(
+            runs, key=lambda wr: str(wr[1].get("dotted_order") or wr[1].get("start_time") or "")
+        )
         ledger = CallLedger()
         session: str | None = None
         nested = 0

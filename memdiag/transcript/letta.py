@@ -181,11 +181,7 @@ class Letta:
         last = replies[-1]
         order = [m.id for m in kept]
         before = order.index(str(last.id))
-        ids = [
-            str(mid)
-            for mid in context
-            if str(mid) in order and order.index(str(mid)) < before
-        ]
+        ids = [str(mid) for mid in context if str(mid) in order and order.index(str(mid)) < before]
         evicted = tuple(m.id for m in kept[:before] if m.id not in in_context and m.id)
         extra = tuple(
             Extra("summary", s.content, covers=tuple(i for i in evicted if i is not None))

@@ -90,7 +90,9 @@ def _otlp_value(v: Any) -> Any:
     if "arrayValue" in v:
         return [_otlp_value(x) for x in v["arrayValue"].get("values", [])]
     if "kvlistValue" in v:
-        return {kv.get("key"): _otlp_value(kv.get("value")) for kv in v["kvlistValue"].get("values", [])}
+        return {
+            kv.get("key"): _otlp_value(kv.get("value")) for kv in v["kvlistValue"].get("values", [])
+        }
     if "bytesValue" in v:
         return base64.b64decode(v["bytesValue"]).hex()
     return None
@@ -215,7 +217,9 @@ def _instructions(value: Any, where: str) -> list[RawMessage]:
         return [RawMessage("system", value)]
     if not isinstance(value, list):
         raise PathError(where, "expected a list of parts")
-    texts = [as_text(p.get("content")) for p in value if isinstance(p, dict) and p.get("type") == "text"]
+    texts = [
+        as_text(p.get("content")) for p in value if isinstance(p, dict) and p.get("type") == "text"
+    ]
     return [RawMessage("system", "\n".join(texts))] if texts else []
 
 
@@ -233,7 +237,11 @@ def _old_message(role: str, attrs: dict[str, Any], where: str) -> RawMessage:
     if not isinstance(calls, list):
         raise PathError(f"{where}.tool_calls", "expected a list")
     tool_calls = tuple(
-        tool_call(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments", ""))
+        tool_call(
+            c.get("id"),
+            (c.get("function") or {}).get("name"),
+            (c.get("function") or {}).get("arguments", ""),
+        )
         for c in calls
         if isinstance(c, dict)
     )

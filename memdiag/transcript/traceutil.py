@@ -63,7 +63,9 @@ def role_of(value: Any, where: str, aliases: dict[str, str] | None = None) -> st
     if role == "developer":
         role = "system"
     if role not in ROLES:
-        raise PathError(f"{where}.role", f"unknown role {value!r}; expected one of {', '.join(ROLES)}")
+        raise PathError(
+            f"{where}.role", f"unknown role {value!r}; expected one of {', '.join(ROLES)}"
+        )
     return str(role)
 
 
@@ -95,7 +97,8 @@ def records_of(value: Any, where: str) -> tuple[Record, ...]:
         content = rec.get("content", rec.get("page_content", rec.get("text")))
         if content is None:
             raise PathError(f"{where}[{k}]", "record without 'content'")
-        meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        raw_meta = rec.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         score = rec.get("score", meta.get("score"))
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             score = None
@@ -175,8 +178,12 @@ def _result_records(text: str) -> tuple[Record, ...]:
                 )
                 rid = rec.get("id") or f"r{k + 1}"
                 score = rec.get("score")
-                ok = isinstance(score, (int, float)) and not isinstance(score, bool)
-                out.append(Record(str(rid), as_text(content), float(score) if ok else None))
+                number = (
+                    float(score)
+                    if isinstance(score, (int, float)) and not isinstance(score, bool)
+                    else None
+                )
+                out.append(Record(str(rid), as_text(content), number))
             else:
                 out.append(Record(f"r{k + 1}", as_text(rec)))
         return tuple(out)

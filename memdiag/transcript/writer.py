@@ -70,8 +70,10 @@ def to_canonical(transcript: Transcript) -> Iterator[dict[str, Any]]:
 
     # observed requests and searches follow the message they produced (ids resolve on reading)
     events: dict[int, list[dict[str, Any]]] = {}
-    for ev in (*transcript.retrievals, *transcript.windows):
-        events.setdefault(ev.before, []).append(ev.record())
+    for retrieval in transcript.retrievals:
+        events.setdefault(retrieval.before, []).append(retrieval.record())
+    for window in transcript.windows:
+        events.setdefault(window.before, []).append(window.record())
     yield from summaries_through(-1)
     current: str | None = None
     for message in messages:
