@@ -355,10 +355,8 @@ class CallLedger:
             kfp, kid, ksession = self.known[k]
             if k in used or ksession != session:
                 continue
-            if (
-                (mid is not None and kid == mid)
-                or ((mid is None or mid not in self.ids)
-                and kfp == fp)
+            if (mid is not None and kid == mid) or (
+                (mid is None or mid not in self.ids) and kfp == fp
             ):
                 return k
         return None
