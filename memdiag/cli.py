@@ -70,7 +70,10 @@ BudgetOpt = Annotated[
 StrategyOpt = Annotated[
     str | None,
     typer.Option(
-        "--strategy", "-s", help="sliding_window, summary, scratchpad, or all (side by side)."
+        "--strategy",
+        "-s",
+        help="sliding_window, summary, scratchpad, observed (the windows a trace recorded), "
+        "or all (side by side; observed included when the trace recorded windows).",
     ),
 ]
 MaxTurnsOpt = Annotated[
@@ -310,6 +313,7 @@ def main_callback(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
         "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
+        "  memdiag replay otel_spans.json --strategy all   (observed windows beside simulated)\n\n"
         "  memdiag replay chat.jsonl --format json > replay.json"
     )
 )
@@ -409,6 +413,8 @@ def replay(
         "  memdiag diagnose fixtures/demo.jsonl --budget 400          (every `forgot` marker)\n\n"
         "  memdiag diagnose chat.jsonl --fact 'allergic to peanuts' --at 40 --strategy summary\n\n"
         "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
+        "  memdiag diagnose trace.json --fact 'allergic to peanuts' --at 8   (a trace: judged "
+        "from the requests it recorded)\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
     )
 )
@@ -505,7 +511,11 @@ def diagnose(
             LongTermStores.from_settings(settings) as stores,
             count_progress("diagnosing", min_total=2) as tick,
         ):
-            diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
+            # a trace's own windows are the truth unless a simulated strategy is asked for
+            observed = strategy in (None, "observed")
+            diagnoses = run_diagnose(
+                t, settings, failures, stores, progress=tick, observed=observed
+            )
         if output is OutputFormat.table:
             from memdiag.render.console import render_diagnoses
 

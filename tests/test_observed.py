@@ -233,3 +233,34 @@ def test_store_and_recorded_search_disagree(agent_store: Path) -> None:
     assert d.details["recorded_retrieval"]["fresh_query_found"] is True
     # the fresh query is the one the agent recorded, not a guess
     assert d.details["query"] == "Next Monday. Any snack idea for the train?"
+
+
+def test_explicit_strategy_simulates_instead() -> None:
+    res = runner.invoke(
+        app,
+        ["diagnose", str(SPANS), "--fact", "allergic to peanuts", "--at", "8",
+         "--strategy", "sliding_window", "--budget", "100", "--format", "json"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (d,) = json.loads(res.stdout)["diagnoses"]
+    assert d["details"]["strategy"] == "sliding_window" and "observed" not in d["details"]
+
+
+def test_check_reads_a_trace(tmp_path: Path) -> None:
+    spec = tmp_path / "checks.yaml"
+    spec.write_text(
+        "version: 1\n"
+        "cases:\n"
+        "  - name: the trace drops the allergy\n"
+        f"    transcript: {SPANS}\n"
+        "    expect:\n"
+        "      - verdict: short_term_dropped\n"
+        "        fact: allergic to peanuts\n"
+        "        at_turn: 8\n"
+        "      - verdict: long_term_not_retrieved\n"
+        "        fact: allergic to peanuts\n"
+        "        at_turn: 10\n"
+    )
+    res = runner.invoke(app, ["check", str(spec), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["passed"] == 1
