@@ -20,6 +20,7 @@ from memdiag.config import Settings
 from memdiag.diagnose import Failure, diagnose
 from memdiag.longterm import LongTermStores
 from memdiag.observed import call_tokens
+from memdiag.replay import run
 from memdiag.transcript import load
 from tests.conftest import FIXTURES
 from tests.test_stores import COSINE, _model_dir_or_skip, build_store
@@ -264,3 +265,24 @@ def test_check_reads_a_trace(tmp_path: Path) -> None:
     res = runner.invoke(app, ["check", str(spec), "--format", "json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["passed"] == 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [SPANS, TRACES / "langsmith_runs.json", TRACES / "langfuse_observations.json"],
+    ids=lambda p: p.stem,
+)
+def test_observed_deltas_rebuild_each_turns_first_request(path: Path) -> None:
+    """Replay's entered/evicted deltas for `observed` give back the recorded requests."""
+    from memdiag.render.jsonout import turn_json
+    from memdiag.strategies.observed import first_requests
+    from tests.helpers import windows_from_deltas
+
+    t = load(path)
+    (res,) = run(t, Settings().with_overrides(strategy="observed")).results
+    rebuilt = windows_from_deltas([turn_json(r) for r in res.turns])
+    requests = first_requests(t)
+    for record, window in zip(res.turns, rebuilt, strict=True):
+        request = requests[record.turn]
+        expected = [t.messages[i].id for i in request.indices if t.messages[i].role != "system"]
+        assert sorted(window) == sorted(expected), record.turn
