@@ -384,7 +384,9 @@ def replay(
 
             profile = LongTermStores.open(settings.store.facts_file, None, None)
             memory = profile.profile_section(settings)
-        n = len(t.turns) * (3 if settings.strategy == "all" else 1)
+        from memdiag.replay import strategy_names
+
+        n = len(t.turns) * len(strategy_names(settings.strategy, t))
         with progress_bar(n, "replaying") as advance:
             report = run(t, settings, fact or (), progress=advance, memory=memory)
         if output is OutputFormat.json:
