@@ -12,6 +12,7 @@ This module sits below ``model.py`` (which imports it), so it never imports the 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -319,9 +320,12 @@ class CallLedger:
     """Turns a sequence of LLM calls (full inputs + outputs) into messages and windows."""
 
     known: list[tuple[tuple[Any, ...], str, str]] = field(default_factory=list)  # fp, id, session
-    ids: set[str] = field(default_factory=set)
+    ids: dict[str, int] = field(default_factory=dict)  # message id -> index in known
     current: str | None = None
     counts: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    # (session, fingerprint) -> indices in known, ascending; session -> its last index
+    _by_fp: dict[tuple[str, tuple[Any, ...]], list[int]] = field(default_factory=dict)
+    _last: dict[str, int] = field(default_factory=dict)
 
     def session(self, sid: str | None) -> None:
         self.current = sid
@@ -342,24 +346,31 @@ class CallLedger:
         m.id = self._new_id(m, fp)
         if m.session is None and self.current is not None:
             m.session = self.current
-        self.ids.add(m.id)
-        self.known.append((fp, m.id, str(self.current)))
+        session = str(self.current)
+        k = len(self.known)
+        self.ids[m.id] = k
+        self.known.append((fp, m.id, session))
+        self._by_fp.setdefault((session, fp), []).append(k)
+        self._last[session] = k
         return m
 
     def _latest(
         self, fp: tuple[Any, ...], mid: str | None, bound: int, used: set[int]
     ) -> int | None:
-        """The latest known message of this session before ``bound`` that is this one."""
+        """The latest known message of this session before ``bound`` that is this one.
+
+        The source's own id decides when it has one; else role, text and tool ids do.
+        """
         session = str(self.current)
-        for k in range(min(bound, len(self.known)) - 1, -1, -1):
-            kfp, kid, ksession = self.known[k]
-            if k in used or ksession != session:
-                continue
-            if (mid is not None and kid == mid) or (
-                (mid is None or mid not in self.ids) and kfp == fp
-            ):
-                return k
-        return None
+        if mid is not None and mid in self.ids:
+            k = self.ids[mid]
+            ok = k < bound and k not in used and self.known[k][2] == session
+            return k if ok else None
+        found = self._by_fp.get((session, fp), [])
+        j = bisect.bisect_left(found, bound) - 1
+        while j >= 0 and found[j] in used:
+            j -= 1
+        return found[j] if j >= 0 else None
 
     def _tail_start(self, inputs: list[RawMessage], fps: list[tuple[Any, ...]]) -> int:
         """Where the messages that are new in this request begin.
@@ -368,14 +379,11 @@ class CallLedger:
         last known message of the session (usually the previous reply). Without it, the new
         part starts at the request's last user message (the new question).
         """
-        session = str(self.current)
-        last = next(
-            (k for k in range(len(self.known) - 1, -1, -1) if self.known[k][2] == session), None
-        )
+        last = self._last.get(str(self.current))
         if last is not None:
             lfp, lid, _ = self.known[last]
             for i in range(len(inputs) - 1, -1, -1):
-                if inputs[i].id == lid or fps[i] == lfp:
+                if inputs[i].id == lid or (inputs[i].id not in self.ids and fps[i] == lfp):
                     return i + 1
         users = [i for i, m in enumerate(inputs) if m.role == "user"]
         return users[-1] if users else len(inputs)
