@@ -403,3 +403,20 @@ def test_ledger_rebuilds_a_trimmed_conversation(n: int, keep: int, texts: list[s
     t = build(items, path="mem", format="test")
     assert [(m.role, m.content) for m in t.messages] == history
     assert len({m.id for m in t.messages}) == len(history)
+
+
+def test_otlp_json_lines_as_a_collector_writes_them(tmp_path: Path) -> None:
+    doc = json.loads(OTEL[1].read_text())
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    half = len(spans) // 2
+    lines = []
+    for part in (spans[:half], spans[half:]):
+        one = json.loads(json.dumps(doc))
+        one["resourceSpans"][0]["scopeSpans"][0]["spans"] = part
+        lines.append(json.dumps(one))
+    path = tmp_path / "otel.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    t = load(path)
+    assert t.format == "otel"
+    assert [w.ids for w in t.windows] == [w.ids for w in load(OTEL[1]).windows]
+    assert t.windows[0].source is not None and t.windows[0].source.startswith("line ")
