@@ -420,3 +420,31 @@ def test_otlp_json_lines_as_a_collector_writes_them(tmp_path: Path) -> None:
     assert t.format == "otel"
     assert [w.ids for w in t.windows] == [w.ids for w in load(OTEL[1]).windows]
     assert t.windows[0].source is not None and t.windows[0].source.startswith("line ")
+
+
+OPENAI_INSTRUMENTED = [
+    TRACES / "otel_openai_v2.jsonl",  # OpenTelemetry's own, per-message log events
+    TRACES / "otel_openai_traceloop.json",  # OpenLLMetry, gen_ai.input.messages
+    TRACES / "otel_openai_openinference.json",  # Arize OpenInference, llm.input_messages.N.*
+]
+
+
+@pytest.mark.parametrize("path", OPENAI_INSTRUMENTED, ids=lambda p: p.stem)
+def test_real_openai_instrumentations_give_the_same_transcript(path: Path) -> None:
+    t = load(path)
+    reference = load(OPENAI_INSTRUMENTED[1])
+    assert t.format == "otel" and t.sessions == ("s1",)  # no conversation id: one conversation
+    assert [(m.id, m.role, m.content, m.tool_call_id) for m in t.messages] == [
+        (m.id, m.role, m.content, m.tool_call_id) for m in reference.messages
+    ]
+    assert roles(t) == [
+        "system", "user", "assistant", "user", "assistant", "user", "assistant", "tool",
+        "assistant", "user", "assistant",
+    ]  # fmt: skip
+    assert tool_pairs_intact(t)
+    # the mock provider bills 11 tokens a message + 57 for the tool definitions
+    assert [w.prompt_tokens for w in t.windows] == [11 * len(w.ids) + 57 for w in t.windows]
+    # the agent kept the system prompt and its last 4 messages
+    assert [len(w.ids) for w in t.windows] == [2, 4, 5, 5, 5]
+    u1 = t.messages[1].id
+    assert [u1 in w.ids for w in t.windows] == [True, True, False, False, False]

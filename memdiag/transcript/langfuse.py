@@ -6,7 +6,8 @@ Accepted: `{"data": [observation, ...]}` (``GET /api/public/v2/observations``, t
 GENERATION observations carry the request in ``input`` (OpenAI-style messages, or
 ``{"messages": [...]}``) and the reply in ``output``; each becomes a ``window`` event, with the
 provider's prompt tokens from ``usageDetails.input`` (or ``usage.input``/``promptTokens``).
-RETRIEVER observations become ``retrieval`` events. Sessions: ``sessionId``, else the trace.
+RETRIEVER observations become ``retrieval`` events. Sessions: ``sessionId``, else the file is
+one conversation (a trace is usually one turn).
 Sub-agents: a GENERATION under a TOOL observation, or under a second AGENT, is a sub-agent's
 call with its own context; it is left out and counted.
 """
@@ -169,7 +170,7 @@ class Langfuse:
             if sub_agent(o):
                 nested += 1
                 continue
-            sid = o.get("sessionId") or trace_session or o.get("traceId")
+            sid = o.get("sessionId") or trace_session  # else one conversation (not per trace)
             if sid is not None and str(sid) != session:
                 session = str(sid)
                 ledger.session(session)

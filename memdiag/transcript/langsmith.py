@@ -6,8 +6,9 @@ tracer's ``[[dumpd(message), ...]]``, or OpenAI-style dicts from ``wrap_openai``
 a ``window`` event, with the provider's prompt tokens from ``usage_metadata`` /
 ``token_usage``. ``retriever`` runs become ``retrieval`` events (``inputs.query``,
 ``outputs.documents``). Threads: ``extra.metadata.thread_id`` (or ``session_id`` /
-``conversation_id``), else one session per trace. Sub-agents: an ``llm`` run under a ``tool``
-run belongs to an agent called as a tool, with its own context; it is left out and counted.
+``conversation_id``), else the file is one conversation (each turn is usually its own
+trace). Sub-agents: an ``llm`` run under a ``tool`` run belongs to an agent called as a tool,
+with its own context; it is left out and counted.
 """
 
 from __future__ import annotations
@@ -156,8 +157,7 @@ class LangSmith:
             for key in THREAD_KEYS:
                 if meta.get(key) is not None:
                     return str(meta[key])
-            trace = run.get("trace_id")
-            return None if trace is None else f"trace-{trace}"
+            return None  # one conversation: a trace is one turn of it, not a session
 
         ordered = sorted(
             runs, key=lambda wr: str(wr[1].get("dotted_order") or wr[1].get("start_time") or "")

@@ -10,7 +10,9 @@ request either as attributes (``gen_ai.system_instructions``, ``gen_ai.input.mes
 ``retrieval`` spans (``gen_ai.retrieval.query.text``, ``gen_ai.retrieval.documents``) become
 ``retrieval`` events for the next reply.
 
-Sessions: ``gen_ai.conversation.id`` (on the span or an ancestor), else the trace id.
+Sessions: ``gen_ai.conversation.id`` (or OpenInference's ``session.id``, OpenLLMetry's
+association property) on the span or an ancestor; without one, the file is one conversation
+(traces are often one turn each, so a trace is not a session).
 Sub-agents: a call under two or more nested ``invoke_agent`` spans belongs to a sub-agent with
 its own context; it is left out of the transcript (its answer reaches the parent as a tool
 result) and counted in a warning.
@@ -40,7 +42,20 @@ from memdiag.transcript.traceutil import (
 )
 
 INFERENCE = {"chat", "text_completion", "generate_content"}
+# a conversation: OpenTelemetry's attribute, then OpenInference's and OpenLLMetry's; without one
+# the file is one conversation (a trace is often one turn of it, so traces are not sessions)
+SESSION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "traceloop.association.properties.session_id",
+    "langfuse.session.id",
+)
 SEARCH = {"search_memory", "retrieval"}
+PROMPT_TOKEN_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+)
 _EVENT_ROLES = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -65,7 +80,8 @@ class Span:
         op = self.attributes.get("gen_ai.operation.name")
         if isinstance(op, str):
             return op
-        return None
+        kind = self.attributes.get("openinference.span.kind")  # Arize Phoenix / OpenInference
+        return {"LLM": "chat", "RETRIEVER": "retrieval", "AGENT": "invoke_agent"}.get(str(kind))
 
 
 # --- the two span encodings ----------------------------------------------------------------
@@ -77,6 +93,10 @@ def _is_sdk_span(obj: Any) -> bool:
 
 def _is_otlp(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("resourceSpans"), list)
+
+
+def _is_otlp_logs(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("resourceLogs"), list)
 
 
 def _otlp_value(v: Any) -> Any:
@@ -108,8 +128,42 @@ def _otlp_attrs(items: Any, where: str) -> dict[str, Any]:
     }
 
 
-def _spans(source: Source) -> Iterator[Span]:
-    """Every span of the file, from SDK to_json objects or OTLP/JSON requests."""
+def _spans(source: Source) -> list[Span]:
+    """Every span of the file, with the log events that name it attached as span events.
+
+    Instrumentations of the older conventions log each message as a log record (an event with
+    ``eventName`` gen_ai.user.message, ...) tied to its span by ``spanId``; a collector writes
+    them beside the spans (``resourceLogs``).
+    """
+    spans: list[Span] = []
+    logs: list[tuple[str | None, str, dict[str, Any]]] = []
+    for item in _items(source):
+        if isinstance(item, Span):
+            spans.append(item)
+        else:
+            logs.append(item)
+    by_id = {s.span_id: s for s in spans if s.span_id}
+    for span_id, name, body in logs:
+        if span_id in by_id:
+            by_id[span_id].events.append((name, body))
+    return spans
+
+
+def _otlp_logs(obj: dict[str, Any], where: str) -> Iterator[tuple[str | None, str, dict[str, Any]]]:
+    for rl in obj["resourceLogs"]:
+        for sl in rl.get("scopeLogs") or []:
+            for k, rec in enumerate(sl.get("logRecords") or []):
+                attrs = _otlp_attrs(rec.get("attributes"), f"{where}.logRecords[{k}].attributes")
+                name = rec.get("eventName") or attrs.get("event.name")
+                if not isinstance(name, str):
+                    continue
+                body = _otlp_value(rec.get("body"))
+                merged = {**attrs, **(body if isinstance(body, dict) else {"content": body})}
+                yield rec.get("spanId"), name, merged
+
+
+def _items(source: Source) -> Iterator[Span | tuple[str | None, str, dict[str, Any]]]:
+    """Spans and span-bound log events, from SDK to_json objects or OTLP/JSON requests."""
     docs: list[tuple[str, Any]] = []
     for line, obj in source.records:
         if isinstance(obj, list):
@@ -135,6 +189,8 @@ def _spans(source: Source) -> Iterator[Span]:
             )
         elif _is_otlp(obj):
             yield from _otlp_spans(obj, where)
+        elif _is_otlp_logs(obj):
+            yield from _otlp_logs(obj, where)
         else:
             raise PathError(where or "document", "not an OpenTelemetry span or OTLP request")
 
@@ -257,12 +313,78 @@ def _old_message(role: str, attrs: dict[str, Any], where: str) -> RawMessage:
     )
 
 
+def _unflatten(attrs: dict[str, Any], prefix: str) -> list[Any]:
+    """`prefix.0.message.role = x` … → [{"message": {"role": x}}] (OpenInference's lists)."""
+    root: dict[Any, Any] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix + "."):
+            continue
+        node = root
+        parts = [int(p) if p.isdigit() else p for p in key[len(prefix) + 1 :].split(".")]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+
+    def listify(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if node and all(isinstance(k, int) for k in node):
+            return [listify(node[k]) for k in sorted(node)]
+        return {k: listify(v) for k, v in node.items()}
+
+    out = listify(root)
+    return out if isinstance(out, list) else []
+
+
+def _openinference(items: list[Any], where: str) -> list[RawMessage]:
+    out = []
+    for k, item in enumerate(items):
+        at = f"{where}.{k}.message"
+        m = item.get("message") if isinstance(item, dict) else None
+        if not isinstance(m, dict):
+            raise PathError(at, "expected message.role / message.content")
+        calls = [
+            tool_call(
+                (c.get("tool_call") or {}).get("id"),
+                ((c.get("tool_call") or {}).get("function") or {}).get("name"),
+                ((c.get("tool_call") or {}).get("function") or {}).get("arguments", ""),
+            )
+            for c in m.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        content = m.get("content")
+        if content is None and isinstance(m.get("contents"), list):
+            content = "\n".join(
+                as_text((c.get("message_content") or {}).get("text"))
+                for c in m["contents"]
+                if isinstance(c, dict)
+                and (c.get("message_content") or {}).get("type", "text") == "text"
+            )
+        tool_id = m.get("tool_call_id")
+        out.append(
+            RawMessage(
+                role_of(m.get("role"), at),
+                as_text(content),
+                tool_calls=tuple(calls),
+                tool_call_id=None if tool_id is None else str(tool_id),
+                name=m.get("name") if isinstance(m.get("name"), str) else None,
+            )
+        )
+    return out
+
+
 def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
     """(inputs, outputs) of an inference span, from attributes or events."""
     a = span.attributes
     where = f"{span.where}.attributes"
+    inputs: list[RawMessage] = []
+    if "llm.input_messages.0.message.role" in a:
+        inputs = _openinference(_unflatten(a, "llm.input_messages"), f"{where}.llm.input_messages")
+        outputs = _openinference(
+            _unflatten(a, "llm.output_messages"), f"{where}.llm.output_messages"
+        )
+        return inputs, outputs
     if "gen_ai.input.messages" in a or "gen_ai.output.messages" in a:
-        inputs: list[RawMessage] = []
         if "gen_ai.system_instructions" in a:
             inputs += _instructions(
                 a["gen_ai.system_instructions"], f"{where}.gen_ai.system_instructions"
@@ -275,7 +397,7 @@ def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
             else []
         )
         return inputs, outputs
-    inputs, outputs = [], []
+    outputs = []
     for k, (name, attrs) in enumerate(span.events):
         at = f"{span.where}.events[{k}]"
         if name in _EVENT_ROLES:
@@ -316,13 +438,13 @@ class OTel:
 
     def detect(self, source: Source) -> bool:
         first = _first_span(source)
-        if _is_otlp(first):
+        if _is_otlp(first) or _is_otlp_logs(first):
             return True
         return _is_sdk_span(first) and isinstance(first.get("attributes"), dict)
 
     def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         try:
-            spans = list(_spans(source))
+            spans = _spans(source)
         except PathError as exc:
             raise source.error(str(exc)) from None
         yield from with_memory_tools(read_spans(spans, source, skip_invalid))
@@ -354,12 +476,13 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
             continue
         conv = next(
             (
-                str(s.attributes["gen_ai.conversation.id"])
+                str(s.attributes[key])
                 for s in (span, *chain)
-                if s.attributes.get("gen_ai.conversation.id") is not None
+                for key in SESSION_KEYS
+                if s.attributes.get(key) is not None
             ),
             None,
-        ) or (f"trace-{span.trace_id}" if span.trace_id else None)
+        )
         if conv is not None and conv != session:
             session = conv
             ledger.session(conv)
@@ -384,14 +507,21 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
             bad(source, skip_invalid, exc)
             continue
         a = span.attributes
-        model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
+        model = (
+            a.get("gen_ai.response.model")
+            or a.get("gen_ai.request.model")
+            or a.get("llm.model_name")
+        )
         call = Call(
             span.where,
             session,
             inputs,
             outputs,
             span.start,
-            int_or_none(a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))),
+            next(
+                (n for key in PROMPT_TOKEN_KEYS if (n := int_or_none(a.get(key))) is not None),
+                None,
+            ),
             None if model is None else str(model),
         )
         yield from ledger.call(
@@ -416,6 +546,13 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
 def _retrieval(span: Span) -> RawRetrieval | None:
     a = span.attributes
     where = f"{span.where}.attributes"
+    if a.get("openinference.span.kind") == "RETRIEVER":
+        docs = [d.get("document") for d in _unflatten(a, "retrieval.documents")]
+        if not docs:
+            return None
+        query = a.get("input.value", "")
+        at = f"{where}.retrieval.documents"
+        return RawRetrieval(as_text(query), records_of(docs, at), None, span.where)
     memory = span.operation == "search_memory"
     key = "gen_ai.memory.records" if memory else "gen_ai.retrieval.documents"
     if key not in a:
