@@ -456,7 +456,9 @@ def _long_term(
         d.verdict = "long_term_not_written"
         d.flags.append("no_store_checked")
         d.details["stores_checked"] = []
+        seen = d.details.get("explanation")  # what the recorded request shows, when there is one
         d.fixes = [
+            *([seen[0].upper() + seen[1:] + "."] if isinstance(seen, str) else []),
             "Stated in an earlier session and no long-term store was given, so nothing carried it "
             "over: long-term memory was never built for this. Write strong facts to a facts file "
             "(exact key lookup) at the end of each session; check with --facts-file / --chroma.",

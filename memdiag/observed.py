@@ -213,6 +213,10 @@ def long_term(t: Transcript, fact: str, request: WindowEvent | None, d: Diagnosi
     searches = retrievals_for(t, request)
     if not searches:
         d.details["recorded_retrieval"] = None
+        d.details["explanation"] = (
+            f"the request of turn {d.at_turn} ({request.before_id}) did not contain it, and the "
+            "trace records no memory search for it"
+        )
         return False
     found = _found(fact, searches)
     d.details["recorded_retrieval"] = [

@@ -286,3 +286,30 @@ def test_observed_deltas_rebuild_each_turns_first_request(path: Path) -> None:
         request = requests[record.turn]
         expected = [t.messages[i].id for i in request.indices if t.messages[i].role != "system"]
         assert sorted(window) == sorted(expected), record.turn
+
+
+def test_long_term_without_recorded_search_says_what_the_request_held(tmp_path: Path) -> None:
+    lines = [
+        {"type": "session", "id": "s1"},
+        {"role": "user", "content": "I'm allergic to peanuts.", "id": "u1"},
+        {"role": "assistant", "content": "Noted.", "id": "a1"},
+        {"type": "session", "id": "s2"},
+        {"role": "user", "content": "Snack?", "id": "u2"},
+        {"role": "assistant", "content": "Peanuts!", "id": "a2", "forgot": "allergic to peanuts"},
+        {"type": "window", "before": "a2", "ids": ["u2"]},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (d,) = diagnose(load(path), Settings(), [Failure("allergic to peanuts", 2, "a2")])
+    assert d.verdict == "long_term_not_written" and "no_store_checked" in d.flags
+    assert d.fixes[0].startswith("The request of turn 2 (a2) did not contain it")
+    # the memories injected into the request are what long-term memory delivered
+    lines[-1] = {
+        "type": "window",
+        "before": "a2",
+        "ids": ["u2"],
+        "extra": [{"section": "memories", "content": "User is allergic to peanuts."}],
+    }
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (d,) = diagnose(load(path), Settings(), [Failure("allergic to peanuts", 2, "a2")])
+    assert (d.verdict, d.details["kept_by"]) == ("in_context", "memories")
