@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, fold, match
-from memdiag.observed import CallTokens, call_tokens
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import PinChange, Strategy
+from memdiag.strategies.observed import CallTokens, call_tokens
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from memdiag.cli import app
 from memdiag.config import Settings
-from memdiag.diagnose import Failure, diagnose
-from memdiag.longterm import LongTermStores
-from memdiag.observed import call_tokens
+from memdiag.diagnosis import Failure, diagnose
 from memdiag.replay import run
+from memdiag.stores.open import LongTermStores
+from memdiag.strategies.observed import call_tokens
 from memdiag.transcript import load
 from tests.conftest import FIXTURES
 from tests.test_stores import COSINE, _model_dir_or_skip, build_store
@@ -130,7 +130,7 @@ def test_diagnose_simulated_when_asked() -> None:
 def test_fact_in_the_request_is_in_context() -> None:
     t = load(SPANS)
     (d,) = diagnose(t, Settings(), [Failure("flying to Lisbon on Friday", 3)])
-    assert d.verdict == "in_context" and d.details["kept_by"] == "verbatim"
+    assert d.verdict == "in_context" and d.details.to_dict()["kept_by"] == "verbatim"
 
 
 def test_long_term_judged_from_recorded_search_without_store() -> None:
@@ -138,7 +138,7 @@ def test_long_term_judged_from_recorded_search_without_store() -> None:
     (d,) = diagnose(t, Settings(), [Failure("allergic to peanuts", 10)])
     assert (d.verdict, d.layer) == ("long_term_not_retrieved", "long_term")
     assert "judged_from_trace" in d.flags
-    (search,) = d.details["recorded_retrieval"]
+    (search,) = d.details.to_dict()["recorded_retrieval"]
     assert [r["id"] for r in search["records"]] == ["mem-1", "mem-2"]
 
 
@@ -146,17 +146,17 @@ def test_recorded_search_returned_it_but_request_lacked_it() -> None:
     t = load(TRACES / "langfuse_observations.json")
     (d,) = diagnose(t, Settings(), [Failure("allergic to peanuts", 5)])
     assert d.verdict == "long_term_not_injected"
-    assert d.details["retrieved"][0]["id"] == "mem-2"
+    assert d.details.to_dict()["retrieved"] == ["mem-2"]
 
 
 def test_letta_summary_dropped_the_fact() -> None:
     t = load(TRACES / "letta_agent.af")
     (d,) = diagnose(t, Settings(), [Failure("allergic to peanuts", 4)])
     assert d.verdict == "short_term_summarized_away"
-    assert d.details["mechanism"] == "summarized_away"
+    assert d.details.to_dict()["mechanism"] == "summarized_away"
     # what Letta's summary kept is in the request: a fact it states is in context
     (d,) = diagnose(t, Settings(), [Failure("flying to Lisbon on Friday", 4)])
-    assert (d.verdict, d.details["kept_by"]) == ("in_context", "summary")
+    assert (d.verdict, d.details.to_dict()["kept_by"]) == ("in_context", "summary")
 
 
 def test_opaque_compaction_is_flagged(tmp_path: Path) -> None:
@@ -203,7 +203,10 @@ def test_opaque_compaction_is_flagged(tmp_path: Path) -> None:
     (d,) = diagnose(t, Settings(), [Failure("allergic to peanuts", 3, "a3")])
     assert d.verdict == "short_term_summarized_away"
     assert "opaque_compaction" in d.flags
-    assert d.details["observed"]["last_seen_turn"] == 1 and d.details["lost_at_turn"] == 2
+    assert (
+        d.details.to_dict()["observed"]["last_seen_turn"] == 1
+        and d.details.to_dict()["lost_at_turn"] == 2
+    )
     # the opaque item's reported size counts in the request's summary section
     calls = call_tokens(t, Settings().token_counter())
     assert calls[1].recounted > 120
@@ -230,10 +233,10 @@ def test_store_and_recorded_search_disagree(agent_store: Path) -> None:
     finally:
         stores.close()
     assert "retrieval_disagreement" in d.flags
-    assert d.details["recorded_retrieval"]["found"] is False
-    assert d.details["recorded_retrieval"]["fresh_query_found"] is True
+    assert d.details.to_dict()["recorded_found"] is False
+    assert d.details.to_dict()["fresh_query_found"] is True
     # the fresh query is the one the agent recorded, not a guess
-    assert d.details["query"] == "Next Monday. Any snack idea for the train?"
+    assert d.details.to_dict()["query"] == "Next Monday. Any snack idea for the train?"
 
 
 def test_explicit_strategy_simulates_instead() -> None:
@@ -312,4 +315,4 @@ def test_long_term_without_recorded_search_says_what_the_request_held(tmp_path: 
     }
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     (d,) = diagnose(load(path), Settings(), [Failure("allergic to peanuts", 2, "a2")])
-    assert (d.verdict, d.details["kept_by"]) == ("in_context", "memories")
+    assert (d.verdict, d.details.to_dict()["kept_by"]) == ("in_context", "memories")

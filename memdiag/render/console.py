@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -10,8 +11,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memdiag.render import gaps_text, plain
+from memdiag.diagnosis.verdicts import Details, Diagnosis
+from memdiag.render.common import gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
+
+if TYPE_CHECKING:
+    from memdiag.checks import CheckReport
+    from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
 
@@ -152,7 +158,7 @@ def render_calls(console: Console, res: StrategyReplay) -> None:
         title="recorded requests: recounted vs reported prompt tokens", title_justify="left"
     )
     for col in ("turn", "reply", "recounted", "reported", "difference"):
-        table.add_column(col, justify="right" if col != "reply" else "left")
+        table.add_column(col, justify="left" if col == "reply" else "right")
     shown = reported if len(reported) <= 2 * CHANGES_SHOWN else reported[:CHANGES_SHOWN]
     for c in shown:
         diff = c.difference or 0
@@ -197,68 +203,59 @@ def render_survival(console: Console, report: ReplayReport) -> None:
 VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}
 
 
-def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[object]) -> None:
-    from memdiag.diagnose import Diagnosis
-
+def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
     for d in diagnoses:
-        assert isinstance(d, Diagnosis)
-        style = VERDICT_STYLE.get(d.layer, "white")
+        style = VERDICT_STYLE.get(d.layer.value, "white")
         body = Text()
         body.append("verdict  ", style="dim")
-        body.append(d.verdict, style=f"bold {style}")
-        body.append(f"   layer {d.layer}", style=style)
+        body.append(d.verdict.value, style=f"bold {style}")
+        body.append(f"   layer {d.layer.value}", style=style)
         if d.flags:
             body.append("   flags " + ", ".join(d.flags), style="magenta")
         body.append("\n")
         body.append("evidence ", style="dim")
+        det = d.details
         if not d.evidence:
-            body.append(d.details.get("searched", "none found") + "\n")
+            body.append((det.searched or "none found") + "\n")
         for k, e in enumerate(d.evidence[:3]):
             if k:
                 body.append("         ")
             body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
             body.append(f"“{_clip(e.text)}”\n", style="italic")
-        det = d.details
-        obs = det.get("observed")
-        if isinstance(obs, dict):
+        seen = det.observed
+        if seen is not None:
             body.append("request  ", style="dim")
-            body.append(f"{obs['request']} (turn {obs['request_turn']}): {obs['tokens']} tokens")
-            if obs.get("reported_prompt_tokens") is not None:
-                diff = obs["reported_prompt_tokens"] - obs["tokens"]
-                body.append(f", provider reported {obs['reported_prompt_tokens']} ({diff:+d})")
+            body.append(f"{seen.request} (turn {seen.request_turn}): {seen.tokens} tokens")
+            if seen.reported_prompt_tokens is not None:
+                diff = seen.reported_prompt_tokens - seen.tokens
+                body.append(f", provider reported {seen.reported_prompt_tokens} ({diff:+d})")
             body.append("\n")
-        if det.get("lost_at_turn") is not None:
+            if seen.lost_at_turn is not None:
+                body.append("lost     ", style="dim")
+                body.append(f"turn {seen.lost_at_turn} ({seen.mechanism}), observed\n")
+        short = det.short_term
+        if short is not None and short.lost_at_turn is not None:
             body.append("lost     ", style="dim")
-            budget = "" if isinstance(obs, dict) else f", budget {det.get('budget')}"
             body.append(
-                f"turn {det['lost_at_turn']} ({det.get('mechanism')}) under "
-                f"{det.get('strategy')}{budget}\n"
+                f"turn {short.lost_at_turn} ({short.mechanism}) under {short.strategy}, "
+                f"budget {short.budget}\n"
             )
-        if "window_tokens" in det:
+        if short is not None:
             body.append("window   ", style="dim")
-            body.append(f"{det['window_tokens']}/{det.get('budget')} tokens at turn {d.at_turn}\n")
-        wi = det.get("what_if")
-        if wi:
+            body.append(f"{short.window_tokens}/{short.budget} tokens at turn {d.at_turn}\n")
+        wi = short.what_if if short is not None else (seen.what_if if seen is not None else None)
+        if wi is not None:
             kept = ", ".join(
-                f"{k} {'keeps' if v else 'loses'}" for k, v in wi["kept_by_strategy"].items()
+                f"{k} {'keeps' if v else 'loses'}" for k, v in wi.kept_by_strategy.items()
             )
+            at = f" at {seen.what_if_budget} tokens" if seen is not None else ""
             body.append("what-if  ", style="dim")
-            at = f" at {wi['budget']} tokens" if wi.get("budget") is not None else ""
             body.append(
-                f"{kept}{at}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n"
+                f"{kept}{at}; smallest sliding budget {wi.smallest_sliding_window_budget}\n"
             )
-        for key in (
-            "recorded_retrieval",
-            "retrieval",
-            "facts_file",
-            "stores_checked",
-            "skipped_reason",
-            "semantic_search",
-        ):
-            if key in det and det[key] not in (None, [], {}):
-                label = "recorded" if key == "recorded_retrieval" else key
-                body.append(f"{label:<9}", style="dim")
-                body.append(f"{plain(det[key])}\n")
+        for key, value in _store_lines(det):
+            body.append(f"{key:<9}", style="dim")
+            body.append(f"{plain(value)}\n")
         for fix in d.fixes:
             body.append("fix      ", style="dim")
             body.append(fix + "\n")
@@ -274,8 +271,7 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
         )
     counts: dict[str, int] = {}
     for d in diagnoses:
-        assert isinstance(d, Diagnosis)
-        counts[d.verdict] = counts.get(d.verdict, 0) + 1
+        counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
     console.print(
         Text(
             f"{len(diagnoses)} failure(s) in {transcript}: "
@@ -285,16 +281,33 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
     )
 
 
+def _store_lines(det: Details) -> list[tuple[str, object]]:
+    """What the long-term checks and the semantic search saw, one (label, value) per line."""
+    lt = det.long_term
+    lines: list[tuple[str, object]] = []
+    if det.recorded is not None and det.recorded.searches:
+        lines.append(("recorded", [s.to_dict() for s in det.recorded.searches]))
+    if lt is not None:
+        if lt.retrieval is not None:
+            lines.append(("retrieval", lt.retrieval.to_dict()))
+        if lt.facts_file is not None:
+            lines.append(("facts_file", lt.facts_file.to_dict()))
+        if lt.stores_checked:
+            lines.append(("stores_checked", list(lt.stores_checked)))
+        if lt.skipped_reason is not None:
+            lines.append(("skipped_reason", lt.skipped_reason))
+    if det.semantic_search is not None:
+        lines.append(("semantic_search", det.semantic_search))
+    return lines
+
+
 def _clip(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def render_checks(console: Console, report: object) -> None:
+def render_checks(console: Console, report: CheckReport) -> None:
     """`memdiag check`: one line per case (✓/✗), each failure explained under its case."""
-    from memdiag.checks import CheckReport
-
-    assert isinstance(report, CheckReport)
     for case in report.cases:
         line = Text()
         if case.passed:
@@ -321,39 +334,38 @@ def render_checks(console: Console, report: object) -> None:
 SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
 
 
-def render_audit(console: Console, report: object) -> None:
-    """Stores, layer counts and findings of `memdiag inspect-store`."""
-    from memdiag.stores.audit import AuditReport
+def render_audit(console: Console, report: AuditReport) -> None:
+    """Stores, layer (memory tier) counts and findings of `memdiag inspect-store`."""
+    from memdiag.stores.audit import FactsFileSummary
 
-    assert isinstance(report, AuditReport)
     stores = Table(title="Stores", title_justify="left")
     for col in ("store", "what", "size", "details"):
         stores.add_column(col, overflow="fold")
     for s in report.stores:
-        if s["type"] == "facts_file":
-            collisions = len(s.get("normalization_collisions", []))
+        if isinstance(s, FactsFileSummary):
+            collisions = len(s.normalization_collisions)
             stores.add_row(
-                Text(s["location"]),
-                f"facts file ({s['shape']})",
-                f"{s['keys']} keys",
-                f"{s['superseded_values']} superseded values, {collisions} key collisions",
+                Text(s.location),
+                f"facts file ({s.shape})",
+                f"{s.keys} keys",
+                f"{s.superseded_values} superseded values, {collisions} key collisions",
             )
         else:
-            ef = s.get("embedding_function") or "none"
-            retrieval = s.get("retrieval_checks")
+            ef = s.embedding_function or "none"
+            retrieval = s.retrieval_checks
             stores.add_row(
-                Text(f"{s['location']} [{s['collection']}]"),
-                f"chroma {s.get('mode', '')}",
-                f"{s['count']} records",
+                Text(f"{s.location} [{s.collection}]"),
+                f"chroma {s.mode}",
+                f"{s.count} records",
                 Text(
-                    f"dim {s.get('dimension')}, space {s.get('space')}, embedding function {ef}, "
+                    f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
                     f"retrieval checks {retrieval}"
-                    + (f" ({s.get('retrieval_reason')})" if retrieval != "available" else "")
+                    + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
                 ),
             )
     console.print(stores)
     console.print(
-        "layers: " + ", ".join(f"{layer} {n}" for layer, n in report.layers.items()), style="bold"
+        "layers: " + ", ".join(f"{tier} {n}" for tier, n in report.tiers.items()), style="bold"
     )
     if not report.findings:
         console.print("No findings: the stores look clean.", style="green bold")

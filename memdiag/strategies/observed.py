@@ -12,9 +12,61 @@ summary. A turn with no recorded request keeps the previous request plus what ar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from memdiag.strategies.base import Fit, StrategyContext, Unit, WindowView
 from memdiag.transcript.events import WindowEvent
 from memdiag.transcript.model import Message, SummaryEvent, Transcript
+
+if TYPE_CHECKING:
+    from memdiag.tokens import TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class CallTokens:
+    """One recorded request: tokens recounted exactly, and what the provider reported."""
+
+    turn: int
+    before: str  # id of the message the request produced
+    recounted: int
+    reported: int | None
+    model: str | None = None
+    source: str | None = None
+
+    @property
+    def difference(self) -> int | None:
+        """reported − recounted (positive: the provider billed more than the messages show)."""
+        return None if self.reported is None else self.reported - self.recounted
+
+
+def request_tokens(w: WindowEvent, costs: Sequence[int], counter: TokenCounter) -> int:
+    """A request's tokens: its messages, its extra content, and the reply priming."""
+    extra = sum(
+        e.tokens if e.opaque and e.tokens is not None else counter.section_cost(e.content)
+        for e in w.extra
+    )
+    return sum(costs[i] for i in w.indices) + extra + counter.overhead.reply_priming
+
+
+def call_tokens(
+    transcript: Transcript, counter: TokenCounter, costs: Sequence[int] | None = None
+) -> list[CallTokens]:
+    """Every recorded request recounted (tiktoken, chat overhead) beside its reported count."""
+    if costs is None:
+        costs = counter.message_costs(transcript.messages)
+    return [
+        CallTokens(
+            transcript.messages[w.before].turn,
+            w.before_id,
+            request_tokens(w, costs, counter),
+            w.prompt_tokens,
+            w.model,
+            w.source,
+        )
+        for w in transcript.windows
+    ]
 
 
 def first_requests(transcript: Transcript) -> dict[int, WindowEvent]:

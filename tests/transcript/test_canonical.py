@@ -1,0 +1,81 @@
+"""The canonical JSON Lines reader (SPEC §2) and what build() makes of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memdiag.errors import InputError
+from memdiag.transcript import load
+from tests.transcript.common import (
+    write,
+)
+
+
+def test_canonical_sessions_turns_ids(tmp_path):
+    p = write(
+        tmp_path,
+        [
+            {"role": "system", "content": "sys"},
+            {
+                "role": "user",
+                "content": "Hi, I'm Mia.",
+                "session": "s1",
+                "ts": "2026-11-27T09:00:00Z",
+            },
+            {"role": "assistant", "content": "Hello"},
+            {"type": "session", "id": "s2", "ts": "2026-11-28T10:00:00Z"},
+            {"role": "user", "content": "Snack?"},
+            {"role": "assistant", "content": "Peanuts!", "forgot": "allergic to peanuts"},
+            {"type": "summary", "content": "Mia asked.", "replaces_through": "m4"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": "x"}},
+                ],
+            },
+        ],
+    )
+    t = load(p)
+    assert t.format == "canonical"
+    assert [m.id for m in t.messages] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert t.sessions == ("s1", "s2")
+    assert [m.session for m in t.messages] == ["s1", "s1", "s1", "s2", "s2", "s2"]
+    assert [(x.number, x.session, x.session_turn) for x in t.turns] == [
+        (1, "s1", 1),
+        (2, "s2", 1),
+        (3, "s2", 2),
+    ]
+    assert t.messages[4].forgot == "allergic to peanuts"
+    assert t.summaries[0].replaces_through == 3 and t.summaries[0].after_index == 4
+    assert t.messages[5].content == "look"
+    assert t.messages[5].metadata["blocks"][0]["type"] == "image_url"
+    assert t.session_ts["s2"] == "2026-11-28T10:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"content": "x"}, "missing field 'role'"),
+        ({"role": "robot", "content": "x"}, "unknown role 'robot'"),
+        ({"role": "user", "content": 5}, "field 'content'"),
+        ({"role": "assistant", "content": "x", "forgot": 3}, "field 'forgot'"),
+        ({"type": "weird"}, "field 'type'"),
+        ({"type": "summary", "content": "s", "replaces_through": "nope"}, "replaces_through"),
+    ],
+)
+def test_bad_records_name_file_line_field(tmp_path, line, message):
+    p = write(tmp_path, [{"role": "user", "content": "ok"}, line])
+    with pytest.raises(InputError) as exc:
+        load(p)
+    assert str(exc.value).startswith(f"{p}:2: ")
+    assert message in str(exc.value)
+
+
+def test_duplicate_ids_rejected(tmp_path):
+    p = write(
+        tmp_path,
+        [{"role": "user", "content": "a", "id": "x"}, {"role": "user", "content": "b", "id": "x"}],
+    )
+    with pytest.raises(InputError, match="duplicate message id 'x'"):
+        load(p)
