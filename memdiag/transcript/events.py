@@ -12,14 +12,23 @@ This module sits below ``model.py`` (which imports it), so it never imports the 
 
 from __future__ import annotations
 
-import bisect
-import hashlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from memdiag.transcript.model import Message, RawMessage
+
+class _Message(Protocol):
+    """What resolving needs of a built message (model.Message, which imports this module)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
 
 SECTIONS = ("system", "scratchpad", "summary", "memories", "messages")
 
@@ -134,7 +143,7 @@ RawEvent = RawWindow | RawRetrieval
 
 
 def resolve(
-    pending: Sequence[tuple[RawEvent, int]], messages: Sequence[Message], path: str
+    pending: Sequence[tuple[RawEvent, int]], messages: Sequence[_Message], path: str
 ) -> tuple[tuple[WindowEvent, ...], tuple[RetrievalEvent, ...]]:
     """Resolve raw events against the built messages.
 
@@ -305,142 +314,3 @@ def retrieval_from(obj: dict[str, Any], line: int) -> RawRetrieval:
         _opt_text(obj, "source"),
         line,
     )
-
-
-# --- the ledger trace readers share -------------------------------------------------------
-
-
-def fingerprint(m: RawMessage) -> tuple[Any, ...]:
-    calls = tuple(str(c.get("id")) for c in m.tool_calls)
-    return (m.role, " ".join(m.content.split()), m.tool_call_id, calls)
-
-
-@dataclass
-class CallLedger:
-    """Turns a sequence of LLM calls (full inputs + outputs) into messages and windows."""
-
-    known: list[tuple[tuple[Any, ...], str, str]] = field(default_factory=list)  # fp, id, session
-    ids: dict[str, int] = field(default_factory=dict)  # message id -> index in known
-    current: str | None = None
-    counts: dict[tuple[Any, ...], int] = field(default_factory=dict)
-    # (session, fingerprint) -> indices in known, ascending; session -> its last index
-    _by_fp: dict[tuple[str, tuple[Any, ...]], list[int]] = field(default_factory=dict)
-    _last: dict[str, int] = field(default_factory=dict)
-
-    def session(self, sid: str | None) -> None:
-        self.current = sid
-
-    def _new_id(self, m: RawMessage, fp: tuple[Any, ...]) -> str:
-        if m.id and m.id not in self.ids:
-            return m.id
-        n = self.counts.get(fp, 0)
-        self.counts[fp] = n + 1
-        digest = hashlib.sha1(repr((fp, self.current, n)).encode()).hexdigest()
-        mid = "h" + digest[:10]
-        while mid in self.ids:
-            digest = hashlib.sha1(digest.encode()).hexdigest()
-            mid = "h" + digest[:10]
-        return mid
-
-    def _add(self, m: RawMessage, fp: tuple[Any, ...]) -> RawMessage:
-        m.id = self._new_id(m, fp)
-        if m.session is None and self.current is not None:
-            m.session = self.current
-        session = str(self.current)
-        k = len(self.known)
-        self.ids[m.id] = k
-        self.known.append((fp, m.id, session))
-        self._by_fp.setdefault((session, fp), []).append(k)
-        self._last[session] = k
-        return m
-
-    def _latest(
-        self, fp: tuple[Any, ...], mid: str | None, bound: int, used: set[int]
-    ) -> int | None:
-        """The latest known message of this session before ``bound`` that is this one.
-
-        The source's own id decides when it has one; else role, text and tool ids do.
-        """
-        session = str(self.current)
-        if mid is not None and mid in self.ids:
-            k = self.ids[mid]
-            ok = k < bound and k not in used and self.known[k][2] == session
-            return k if ok else None
-        found = self._by_fp.get((session, fp), [])
-        j = bisect.bisect_left(found, bound) - 1
-        while j >= 0 and found[j] in used:
-            j -= 1
-        return found[j] if j >= 0 else None
-
-    def _tail_start(self, inputs: list[RawMessage], fps: list[tuple[Any, ...]]) -> int:
-        """Where the messages that are new in this request begin.
-
-        A request repeats what the agent kept and ends with what is new: everything after the
-        last known message of the session (usually the previous reply). Without it, the new
-        part starts at the request's last user message (the new question).
-        """
-        last = self._last.get(str(self.current))
-        if last is not None:
-            lfp, lid, _ = self.known[last]
-            for i in range(len(inputs) - 1, -1, -1):
-                if inputs[i].id == lid or (inputs[i].id not in self.ids and fps[i] == lfp):
-                    return i + 1
-        users = [i for i, m in enumerate(inputs) if m.role == "user"]
-        return users[-1] if users else len(inputs)
-
-    def call(
-        self,
-        inputs: Iterable[RawMessage],
-        outputs: Sequence[RawMessage],
-        *,
-        extra: tuple[Extra, ...] = (),
-        prompt_tokens: int | None = None,
-        model: str | None = None,
-        source: str | None = None,
-        line: int = 0,
-    ) -> list[RawMessage | RawWindow]:
-        """New messages of this call (inputs not seen before, then the outputs) + its window.
-
-        With no output (a failed call), no window is emitted: there is no reply to attach it to.
-        """
-        items: list[RawMessage | RawWindow] = []
-        inputs = list(inputs)
-        fps = [fingerprint(m) for m in inputs]
-        tail = self._tail_start(inputs, fps)
-        found: list[int | None] = [None] * len(inputs)
-        used: set[int] = set()
-        bound = len(self.known)
-        # what the agent kept: aligned with the latest messages (a repeated "ok" is the last one)
-        for i in range(tail - 1, -1, -1):
-            k = self._latest(fps[i], inputs[i].id, bound, used)
-            if k is not None:
-                found[i] = k
-                used.add(k)
-                bound = k
-        # what is new: a message the agent injects again (a system block) is the known one
-        for i in range(tail, len(inputs)):
-            if inputs[i].role == "system" or inputs[i].id in self.ids:
-                k = self._latest(fps[i], inputs[i].id, len(self.known), used)
-                if k is not None:
-                    found[i] = k
-                    used.add(k)
-        ids: list[str] = []
-        for i, m in enumerate(inputs):
-            k = found[i]
-            if k is None:
-                items.append(self._add(m, fps[i]))
-                k = len(self.known) - 1
-                used.add(k)
-            ids.append(self.known[k][1])
-        first_out: str | None = None
-        for m in outputs:
-            fp = fingerprint(m)
-            # a reply is always new: the same words said twice are two messages
-            added = self._add(m, fp)
-            items.append(added)
-            first_out = first_out or added.id
-        if first_out is not None:
-            items.append(
-                RawWindow(first_out, tuple(ids), extra, prompt_tokens, model, source, line)
-            )
-        return items

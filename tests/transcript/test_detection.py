@@ -124,6 +124,10 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
         "sharegpt",
         "locomo",
         "longmemeval",
+        "otel",
+        "langsmith",
+        "langfuse",
+        "letta",
     ]
     order = [f.name for f in formats.DETECTION_ORDER]
     assert order.index("anthropic") < order.index("openai")
@@ -131,7 +135,10 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
 
 def test_unknown_and_unrecognised_formats_list_the_registry(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "x.jsonl", [{"hello": "world"}])
-    names = "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval"
+    names = (
+        "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval, "
+        "otel, langsmith, langfuse, letta"
+    )
     with pytest.raises(InputError, match=f"one of: {names} \\(use --from NAME\\)"):
         load(path)
     with pytest.raises(InputError, match=f"unknown format 'yaml'; choose one of: {names}"):

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 from memdiag.cli import app
 from memdiag.errors import InputError
 from memdiag.transcript import Transcript, load
-from memdiag.transcript.events import CallLedger
 from memdiag.transcript.model import RawMessage, RawWindow, build
+from memdiag.transcript.tracing import CallLedger
 from memdiag.transcript.writer import write_canonical
 from tests.conftest import FIXTURES
 

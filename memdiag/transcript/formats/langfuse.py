@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.events import CallLedger, RawRetrieval
+from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.formats.langsmith import message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.source import Source
 from memdiag.transcript.tracing import (
+    CallLedger,
     PathError,
     as_text,
     bad,

@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.events import CallLedger, RawRetrieval
+from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.formats.langchain import _is_message as _is_langchain
 from memdiag.transcript.formats.langchain import _message as _langchain_message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.source import Source, message_from_dict
 from memdiag.transcript.tracing import (
+    CallLedger,
     PathError,
     as_text,
     bad,

@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.events import CallLedger, RawRetrieval
+from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
 from memdiag.transcript.source import Source, message_from_dict
 from memdiag.transcript.tracing import (
     Call,
+    CallLedger,
     PathError,
     as_text,
     bad,
