@@ -448,3 +448,15 @@ def test_real_openai_instrumentations_give_the_same_transcript(path: Path) -> No
     assert [len(w.ids) for w in t.windows] == [2, 4, 5, 5, 5]
     u1 = t.messages[1].id
     assert [u1 in w.ids for w in t.windows] == [True, True, False, False, False]
+
+
+def test_langsmith_wrap_openai_runs() -> None:
+    """`wrap_openai` records OpenAI-style messages and the raw completion (choices, usage)."""
+    t = load(TRACES / "langsmith_wrap_openai.json")
+    assert t.format == "langsmith" and t.sessions == ("thread-7",)
+    assert roles(t) == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    # the agent sends the system prompt and its last 2 messages; the provider bills 9 a message + 3
+    assert [len(w.ids) for w in t.windows] == [2, 3, 3]
+    assert [w.prompt_tokens for w in t.windows] == [9 * len(w.ids) + 3 for w in t.windows]
+    assert t.windows[1].ids[1:] == (t.messages[2].id, t.messages[3].id)
+    assert [w.model for w in t.windows] == ["gpt-4o-mini"] * 3
