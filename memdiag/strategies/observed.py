@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from memdiag.strategies.base import Fit, StrategyContext, Unit, WindowView
 from memdiag.transcript.events import WindowEvent
-from memdiag.transcript.model import Message, SummaryEvent, Transcript
+from memdiag.transcript.model import SummaryEvent, Transcript
 
 if TYPE_CHECKING:
     from memdiag.tokens import TokenCounter
@@ -79,11 +79,6 @@ def first_requests(transcript: Transcript) -> dict[int, WindowEvent]:
     return out
 
 
-def _covered(ctx: StrategyContext, w: WindowEvent) -> list[Message]:
-    ids = {mid for e in w.extra for mid in e.covers}
-    return [m for m in ctx.transcript.messages if m.id in ids] if ids else []
-
-
 class Observed:
     name = "observed"
 
@@ -91,7 +86,9 @@ class Observed:
         self.ctx = ctx
         self.budget = budget
         self.requests = first_requests(ctx.transcript)
-        self._ids = {m.id: m.index for w in ctx.transcript.windows for m in _covered(ctx, w)}
+        # message id → index, only needed when a request stands in for messages (a summary)
+        covers = any(e.covers for w in ctx.transcript.windows for e in w.extra)
+        self._ids = {m.id: m.index for m in ctx.transcript.messages} if covers else {}
         self.window: list[int] = []  # message indices in the window, in request order
         self.inside: set[int] = set()
         self.fed: set[int] = set()  # indices the engine has fed (entered) this session
