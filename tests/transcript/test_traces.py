@@ -460,3 +460,25 @@ def test_langsmith_wrap_openai_runs() -> None:
     assert [w.prompt_tokens for w in t.windows] == [9 * len(w.ids) + 3 for w in t.windows]
     assert t.windows[1].ids[1:] == (t.messages[2].id, t.messages[3].id)
     assert [w.model for w in t.windows] == ["gpt-4o-mini"] * 3
+
+
+def test_langsmith_unknown_item_names_its_place(tmp_path: Path) -> None:
+    runs = json.loads((TRACES / "langsmith_runs.json").read_text())
+    runs.insert(3, {"hello": "world"})
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs))
+    with pytest.raises(InputError) as exc:
+        load(path, "langsmith")
+    assert str(exc.value) == f"{path}: [3]: not a LangSmith run (expected run_type and inputs)"
+
+
+def test_langfuse_generation_without_input_skipped_and_counted(tmp_path: Path) -> None:
+    doc = json.loads((TRACES / "langfuse_observations.json").read_text())
+    k = next(k for k, o in enumerate(doc["data"]) if o["type"] == "GENERATION")
+    del doc["data"][k]["input"]
+    path = tmp_path / "obs.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=rf"data\[{k}\]\.input: generation with no input"):
+        load(path)
+    t = load(path, skip_invalid=True)
+    assert t.skipped == 1 and len(t.windows) == 5
