@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from memdiag.transcript.events import RawRetrieval
-from memdiag.transcript.formats.langchain import _is_message as _is_langchain
-from memdiag.transcript.formats.langchain import _message as _langchain_message
+from memdiag.transcript.formats.langchain import is_message as is_langchain_message
+from memdiag.transcript.formats.langchain import read_message as read_langchain_message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.source import PathError as SourcePathError
 from memdiag.transcript.source import Source, message_from_dict
 from memdiag.transcript.tracing import (
     CallLedger,
@@ -54,13 +55,19 @@ def _runs(source: Source) -> list[tuple[str, dict[str, Any]]]:
 
 def message(m: Any, where: str) -> RawMessage:
     """One message of a run's inputs/outputs: LangChain serialized, or an OpenAI-style dict."""
-    try:
-        if _is_langchain(m):
-            return _langchain_message(m, 0)
-        if isinstance(m, dict) and "role" in m:
+    if is_langchain_message(m):
+        try:
+            found = read_langchain_message(where, m, 0)
+        except SourcePathError as exc:
+            raise PathError(exc.where, exc.message) from None
+        if found is None:
+            raise PathError(where, "a RemoveMessage marker where a message was sent")
+        return found
+    if isinstance(m, dict) and "role" in m:
+        try:
             return message_from_dict(m, 0)
-    except ValueError as exc:
-        raise PathError(where, str(exc)) from None
+        except ValueError as exc:
+            raise PathError(where, str(exc)) from None
     raise PathError(where, "not a message (expected a LangChain message or {role, content})")
 
 
