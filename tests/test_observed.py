@@ -209,7 +209,20 @@ def test_opaque_compaction_is_flagged(tmp_path: Path) -> None:
     )
     # the opaque item's reported size counts in the request's summary section
     calls = call_tokens(t, Settings().token_counter())
-    assert calls[1].recounted > 120
+    assert calls[1].recounted > 120 and calls[1].exact
+
+
+def test_opaque_item_of_unknown_size_is_a_lower_bound() -> None:
+    """A Responses compaction item (fixture of the realdata readers) has no readable size."""
+    t = load(FIXTURES / "formats" / "openai_responses" / "items.json")
+    (call,) = call_tokens(t, Settings().token_counter())
+    assert not call.exact
+    (d,) = diagnose(t, Settings(), [Failure("allergic to peanuts", 3)])
+    assert d.verdict == "short_term_summarized_away" and "opaque_compaction" in d.flags
+    details = d.details.to_dict()
+    assert details["observed"]["tokens_exact"] is False
+    # the what-if does not take the lower bound for the agent's size
+    assert details["what_if"]["budget"] == Settings().effective_budget()
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from memdiag.diagnosis.verdicts import (
 )
 from memdiag.facts import match
 from memdiag.replay import ReplayContext
-from memdiag.strategies.observed import request_tokens
+from memdiag.strategies.observed import request_tokens, size_known
 from memdiag.transcript.events import RetrievalEvent, WindowEvent
 from memdiag.transcript.model import Transcript
 
@@ -73,6 +73,7 @@ def decide_observed_short_term(
         request_tokens(request, rctx.costs, rctx.counter),
         request.prompt_tokens,
         request.source,
+        size_known(request),
     )
     held = _holds(failure.fact, request, at)
     if held is not None:
@@ -137,15 +138,17 @@ def decide_observed_short_term(
 
 
 def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, WhatIf]:
-    """The simulated strategies at the agent's own size: --budget, else its largest request."""
+    """The simulated strategies at the agent's own size: --budget, else its largest request
+    (whose size is known: an opaque compaction without a size is not), else the model's."""
     from memdiag.strategies import SIMULATED
 
     t = rctx.transcript
-    budget = rctx.settings.budget or max(
+    sizes = [
         request_tokens(w, rctx.costs, rctx.counter)
         for w in t.windows
-        if t.messages[w.before].session == session
-    )
+        if t.messages[w.before].session == session and size_known(w)
+    ]
+    budget = rctx.settings.budget or (max(sizes) if sizes else rctx.budget)
     sized = rctx.with_budget(budget)
     kept = {name: kept_at(sized, name, failure.fact, failure.at_turn) for name in SIMULATED}
     return budget, WhatIf(kept, smallest_budget(sized, failure.fact, failure.at_turn))

@@ -293,6 +293,7 @@ class ObservedDetails:
     tokens: int  # recounted exactly
     reported_prompt_tokens: int | None  # what the provider reported, when the trace has it
     source: str | None = None
+    tokens_exact: bool = True  # False: an opaque item of unknown size is not in `tokens`
     kept_by: str | None = None
     last_seen_turn: int | None = None
     last_seen_request: str | None = None
@@ -312,6 +313,8 @@ class ObservedDetails:
         }
         if self.source is not None:
             request["source"] = self.source
+        if not self.tokens_exact:
+            request["tokens_exact"] = False
         if self.last_seen_turn is not None:
             request["last_seen_turn"] = self.last_seen_turn
             request["last_seen_request"] = self.last_seen_request

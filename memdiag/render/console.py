@@ -165,7 +165,7 @@ def render_calls(console: Console, res: StrategyReplay) -> None:
         table.add_row(
             str(c.turn),
             c.before,
-            str(c.recounted),
+            str(c.recounted) if c.exact else f"≥{c.recounted}",
             str(c.reported),
             Text(f"{diff:+d}", style="yellow" if diff else "green"),
         )
@@ -225,7 +225,8 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         seen = det.observed
         if seen is not None:
             body.append("request  ", style="dim")
-            body.append(f"{seen.request} (turn {seen.request_turn}): {seen.tokens} tokens")
+            size = f"{seen.tokens}" if seen.tokens_exact else f"at least {seen.tokens}"
+            body.append(f"{seen.request} (turn {seen.request_turn}): {size} tokens")
             if seen.reported_prompt_tokens is not None:
                 diff = seen.reported_prompt_tokens - seen.tokens
                 body.append(f", provider reported {seen.reported_prompt_tokens} ({diff:+d})")

@@ -78,6 +78,7 @@ def call_json(c: CallTokens) -> dict[str, Any]:
         "reported_prompt_tokens": c.reported,
         "difference": c.difference,
         "model": c.model,
+        "exact": c.exact,
     }
 
 

@@ -34,6 +34,7 @@ class CallTokens:
     reported: int | None
     model: str | None = None
     source: str | None = None
+    exact: bool = True  # False: an opaque item of unknown size (a compaction) is not counted
 
     @property
     def difference(self) -> int | None:
@@ -50,6 +51,11 @@ def request_tokens(w: WindowEvent, costs: Sequence[int], counter: TokenCounter) 
     return sum(costs[i] for i in w.indices) + extra + counter.overhead.reply_priming
 
 
+def size_known(w: WindowEvent) -> bool:
+    """Whether every part of the request can be counted (an opaque item needs its `tokens`)."""
+    return not any(e.opaque and e.tokens is None for e in w.extra)
+
+
 def call_tokens(
     transcript: Transcript, counter: TokenCounter, costs: Sequence[int] | None = None
 ) -> list[CallTokens]:
@@ -64,6 +70,7 @@ def call_tokens(
             w.prompt_tokens,
             w.model,
             w.source,
+            size_known(w),
         )
         for w in transcript.windows
     ]
