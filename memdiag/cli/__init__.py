@@ -93,6 +93,7 @@ def main_callback(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
         "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
+        "  memdiag replay otel_spans.json --strategy all   (observed windows beside simulated)\n\n"
         "  memdiag replay chat.jsonl --format json > replay.json\n\n"
         "  memdiag replay agent.db --session mia-trip --fact 'allergic to peanuts'"
     )
@@ -123,7 +124,7 @@ def replay(
     with errors():
         quiet_mode(quiet)
         from memdiag.errors import UsageError
-        from memdiag.replay import run
+        from memdiag.replay import run, strategy_names
         from memdiag.stores.open import profile_memory
 
         if show not in ("changes", "all", "none"):
@@ -141,10 +142,8 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
-        from memdiag.replay import strategy_names
-
         per_strategy = len(t.turns)
-        n = per_strategy * len(strategy_names(settings.strategy))
+        n = per_strategy * len(strategy_names(settings.strategy, t))
         recorder = None
         if html_target(html) is not None:
             from memdiag.render.report import TextRecorder
@@ -168,6 +167,8 @@ def replay(
         "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
         "  memdiag diagnose chat.jsonl --chroma ./mem0_db --user-id mia "
         "--embedding-function default\n\n"
+        "  memdiag diagnose trace.json --fact 'allergic to peanuts' --at 8   (a trace: judged "
+        "from the requests it recorded)\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
     )
 )
@@ -233,7 +234,11 @@ def diagnose(
             LongTermStores.from_settings(settings) as opened,
             progress("diagnosing", min_total=2) as tick,
         ):
-            diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+            # a trace's own windows are the truth unless a simulated strategy is asked for
+            observed = window.strategy in (None, "observed")
+            diagnoses = run_diagnose(
+                t, settings, failures, opened, progress=tick, observed=observed
+            )
             store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):
             run_state["exit_code"] = 1  # kept if the output pipe closes early

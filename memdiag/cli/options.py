@@ -53,7 +53,10 @@ BudgetOpt = Annotated[
 StrategyOpt = Annotated[
     str | None,
     typer.Option(
-        "--strategy", "-s", help="sliding_window, summary, scratchpad, or all (side by side)."
+        "--strategy",
+        "-s",
+        help="sliding_window, summary, scratchpad, observed (the windows a trace recorded), "
+        "or all (side by side; observed included when the trace recorded windows).",
     ),
 ]
 MaxTurnsOpt = Annotated[
