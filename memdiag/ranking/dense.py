@@ -60,7 +60,9 @@ def units(
 ) -> Iterator[tuple[int, str]]:
     """(message position, sentence) pairs: each message's sentences, CJK text left out."""
     for pos, content in enumerate(contents):
-        parts = [content] if whole else split_sentences(content)
+        parts = split_sentences(content)
+        if whole and len(parts) > 1:
+            parts.append(content)
         for s in parts:
             if not has_cjk(s):
                 yield pos, strip(s[:MAX_CHARS])

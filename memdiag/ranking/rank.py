@@ -5,27 +5,38 @@ Rankers, strict to loose:
 - ``lexical``: BM25 over every message (user, assistant, tool), light stems, CJK n-grams;
 - ``semantic``: best sentence cosine (all-MiniLM-L6-v2), when the model is at hand;
 - ``temporal``: the fact's dates against each message's session date and relative words.
-They are fused by reciprocal rank (``fuse``), the temporal match acting as a bonus. Each
-candidate keeps the scores of every ranker and names the method that ranked it highest.
+They are fused by a weighted sum of normalized scores (measured better than reciprocal-rank
+fusion, which ``Params(fusion="rrf")`` still gives), with bonuses for a temporal match, for
+a message by the speaker the fact names, and for the turns around a strong candidate (a fact
+is often stated across a question and its answer: method ``context``). Each candidate keeps
+every ranker's score and names the method that contributed most.
 
-Whether F was stated at all is a separate question, answered by the best candidate's
-``support`` (0..1) against a threshold calibrated on the LoCoMo dev conversation
-(benchmarks/bench_evidence.py): the share of the fact's terms in one message (IDF-weighted),
-or its cosine with one sentence, whichever says more.
+Whether F was stated at all is a separate question: no candidate among the top three reaches a
+threshold calibrated on the LoCoMo dev conversation (benchmarks/bench_evidence.py) → not stated.
+The thresholds apply to absolute scores: the IDF-weighted share of the fact's terms in one
+message, and the best cosine of the fact with one sentence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from memdiag.ranking.lexical import BM25Index, terms
-from memdiag.ranking.temporal import fact_intervals, parse_date, temporal_score, text_intervals
+from memdiag.ranking.temporal import (
+    Interval,
+    fact_intervals,
+    parse_date,
+    temporal_score,
+    text_intervals,
+)
 from memdiag.text import normalize
 
 if TYPE_CHECKING:
     import datetime as dt
+
+    import numpy as np
 
     from memdiag.ranking.cache import EmbeddingCache
     from memdiag.ranking.dense import Embedder
@@ -34,23 +45,26 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Params:
-    """Fusion settings; the defaults are the best measured on the dev set."""
+    """Fusion and threshold settings; the defaults are the best measured on the dev set."""
 
+    fusion: str = "linear"  # linear: weighted sum of normalized scores | rrf: reciprocal rank
     rrf_k: float = 60.0
-    lexical_weight: float = 1.0
-    semantic_weight: float = 1.0
-    temporal_weight: float = 1.0  # bonus, in units of a first-rank RRF contribution
-    speaker_weight: float = 0.0  # bonus when the fact names the message's speaker
+    lexical_weight: float = 1.0  # × BM25 / best BM25 of the fact
+    semantic_weight: float = 0.7  # × (cosine − median) / (best − median)
+    temporal_weight: float = 1.0  # × temporal score (1: its words point at the fact's date)
+    speaker_weight: float = 0.1  # when the fact names the message's speaker
+    neighbor_weight: float = 0.3  # share of a message's score given to the turns around it
     dense_depth: int = 100  # messages per fact taken from the dense ranking
-    strip_names: bool = True
-    whole_messages: bool = False
-    # never_stated thresholds (calibrated; see module doc)
-    lexical_threshold: float = 0.5
-    semantic_threshold: float = 0.5
-    semantic_only_lexical: float = 0.0
+    strip_names: bool = True  # participants' names left out of what is embedded
+    # never_stated: no candidate in the top ``judged`` reaches a threshold
+    judged: int = 3
+    lexical_threshold: float = 0.40  # IDF-weighted share of the fact's terms, with the model
+    semantic_threshold: float = 0.47  # best sentence cosine
+    lexical_only_threshold: float = 0.22  # the share of terms when no model (or CJK text)
 
 
 DEFAULT = Params()
+METHODS = ("exact", "lexical", "semantic", "temporal", "context")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,27 +76,26 @@ class Candidate:
     turn: int
     session: str
     text: str
-    score: float  # fused score (rank-based; only its order means something)
-    method: str  # exact | lexical | semantic | temporal: the ranker that placed it highest
-    support: float  # 0..1: how well this one message states the fact
-    scores: Mapping[str, float] = field(default_factory=dict)
+    score: float  # fused score: only the order means something
+    method: str  # one of METHODS: the ranker that contributed most
+    scores: Mapping[str, float] = field(default_factory=dict)  # lexical, semantic, temporal
 
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
     fact: str
     candidates: tuple[Candidate, ...]  # best first
-    stated: bool  # the best support passes the calibrated threshold
-    support: float
+    stated: bool  # a top candidate passes the calibrated threshold
+    reason: str  # which score decided, against which threshold
     searched: int  # messages searched
+    semantic: bool  # whether the dense ranker took part for this fact
 
 
 @dataclass
 class IndexStats:
     messages: int = 0
-    sentences: int = 0
-    embedded: int = 0
-    semantic: str = ""  # why the semantic ranker ran or not
+    sentences: int = 0  # distinct sentences compared by the dense ranker
+    embedded: int = 0  # of which embedded in this run (the rest came from the cache)
 
 
 class EvidenceIndex:
@@ -109,27 +122,31 @@ class EvidenceIndex:
         self.when: list[dt.date | None] = [
             parse_date(m.ts) or parse_date(dates.get(m.session)) for m in self.messages
         ]
-        self._said: dict[int, tuple] = {}
+        self._said: dict[int, tuple[Interval, ...]] = {}
         self.speakers = [normalize(m.name) if m.name else "" for m in self.messages]
         self.names = sorted({m.name for m in self.messages if m.name})
 
-    def _said_at(self, pos: int) -> tuple:
+    def _said_at(self, pos: int) -> tuple[Interval, ...]:
         if pos not in self._said:
             self._said[pos] = text_intervals(self.messages[pos].content, self.when[pos])
         return self._said[pos]
 
-    def rank(
-        self, queries: Sequence[tuple[str, int | None]], top: int = 5
-    ) -> list[Ranking]:
-        """Rank evidence for each (fact, before): messages with index < before (None: all)."""
+    def rank(self, queries: Sequence[tuple[str, int | None]], top: int = 5) -> list[Ranking]:
+        """Rank evidence for each (fact, before): messages with index < before (None: all).
+
+        The dense ranker, when there is an embedder, embeds every message once for all facts.
+        """
         p = self.params
         dense = None
         if self.embedder is not None and queries:
             from memdiag.ranking.dense import dense_scores
 
             dense, dstats = dense_scores(
-                [f for f, _ in queries], [m.content for m in self.messages], self.embedder,
-                self.cache, names=self.names if p.strip_names else (), whole=p.whole_messages,
+                [f for f, _ in queries],
+                [m.content for m in self.messages],
+                self.embedder,
+                self.cache,
+                names=self.names if p.strip_names else (),
             )
             self.stats.sentences = dstats.sentences
             self.stats.embedded = dstats.embedded
@@ -137,77 +154,128 @@ class EvidenceIndex:
         for qi, (fact, before) in enumerate(queries):
             limit = len(self.messages) if before is None else _count_before(self.messages, before)
             row = dense[qi, :limit] if dense is not None else None
-            out.append(self._rank_one(fact, limit, row, top, p))
-        return out
+            out.append(self._rank_one(fact, limit, row, max(top, p.judged)))
+        return [replace(r, candidates=r.candidates[:top]) for r in out]
 
-    def _rank_one(self, fact: str, limit: int, row: object, top: int, p: Params) -> Ranking:
-        import numpy as np
-
+    def _rank_one(self, fact: str, limit: int, row: np.ndarray | None, top: int) -> Ranking:
+        p = self.params
+        contrib: dict[int, dict[str, float]] = {}  # position → ranker → share of the fused score
         scores: dict[int, dict[str, float]] = {}
-        fused: dict[int, float] = {}
+
+        def add(pos: int, method: str, value: float) -> None:
+            c = contrib.setdefault(pos, {})
+            c[method] = c.get(method, 0.0) + value
+
         lex = self.lexical.score(terms(fact), limit)
         for r, pos in enumerate(sorted(lex.bm25, key=lambda k: (-lex.bm25[k], -k))):
-            fused[pos] = fused.get(pos, 0.0) + p.lexical_weight / (p.rrf_k + r + 1)
-            scores.setdefault(pos, {})["lexical"] = round(lex.coverage[pos], 3)
-        if row is not None:
-            sims = np.asarray(row)
-            if sims.size and float(sims.max()) > -1.0:
-                depth = min(p.dense_depth, sims.size)
-                best = np.argpartition(-sims, depth - 1)[:depth]
-                best = best[np.lexsort((-best, -sims[best]))]
-                for r, pos in enumerate(int(b) for b in best):
-                    fused[pos] = fused.get(pos, 0.0) + p.semantic_weight / (p.rrf_k + r + 1)
-                    scores.setdefault(pos, {})["semantic"] = round(float(sims[pos]), 3)
-                for pos in scores:
-                    scores[pos].setdefault("semantic", round(float(sims[pos]), 3))
+            if r == 0:
+                best_bm25 = lex.bm25[pos]
+            if p.fusion == "rrf":
+                add(pos, "lexical", p.lexical_weight / (p.rrf_k + r + 1))
+            else:
+                add(pos, "lexical", p.lexical_weight * lex.bm25[pos] / best_bm25)
+            scores[pos] = {"lexical": round(lex.coverage[pos], 3)}
+        unit = 1.0 / (p.rrf_k + 1) if p.fusion == "rrf" else 1.0
+        semantic = row is not None and row.size > 0 and float(row.max()) > -1.0
+        if semantic:
+            assert row is not None
+            self._add_dense(row, add, scores, p)
         wanted = fact_intervals(fact)
         if wanted and p.temporal_weight:
-            bonus = p.temporal_weight / (p.rrf_k + 1)
-            for pos in list(fused):
+            for pos in list(contrib):
                 t = temporal_score(wanted, self._said_at(pos), self.when[pos])
                 if t:
-                    fused[pos] += bonus * t
+                    add(pos, "temporal", p.temporal_weight * unit * t)
                     scores[pos]["temporal"] = t
+        nf = normalize(fact)
         if p.speaker_weight:
-            nf = normalize(fact)
-            for pos in fused:
+            for pos in contrib:
                 sp = self.speakers[pos]
                 if sp and sp in nf:
-                    fused[pos] += p.speaker_weight / (p.rrf_k + 1)
-        nf = normalize(fact)
-        exact = {pos for pos in fused if nf and nf in self.norm[pos]}
-        if nf and not exact:
-            exact = {pos for pos in range(limit) if nf in self.norm[pos]}
+                    add(pos, "speaker", p.speaker_weight * unit)
+        if p.neighbor_weight:  # a fact is often stated across a question and its answer
+            base = {pos: sum(c.values()) for pos, c in contrib.items()}
+            for pos, v in base.items():
+                for nb in (pos - 1, pos + 1):
+                    if 0 <= nb < limit and self.messages[nb].session == self.messages[pos].session:
+                        add(nb, "context", p.neighbor_weight * v)
+                        scores.setdefault(nb, {})
+        exact = [pos for pos in range(limit) if nf and nf in self.norm[pos]] if nf else []
         for pos in exact:
             scores.setdefault(pos, {})["exact"] = 1.0
-            fused[pos] = fused.get(pos, 0.0) + 10.0
+            add(pos, "exact", 100.0)  # exact statements come first, whatever the rest says
+        if semantic:
+            assert row is not None
+            for pos, s in scores.items():
+                s.setdefault("semantic", round(float(row[pos]), 3))
+        fused = {pos: sum(c.values()) for pos, c in contrib.items()}
         order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
-        cands = tuple(self._candidate(pos, fused[pos], scores[pos]) for pos in order)
-        support = max((c.support for c in cands), default=0.0)
-        stated = any(self._passes(c.scores, p) for c in cands)
-        return Ranking(fact, cands, stated, support, limit)
+        cands = tuple(self._candidate(pos, fused[pos], contrib[pos], scores[pos]) for pos in order)
+        stated, reason = self._judge(cands[: p.judged], semantic)
+        return Ranking(fact, cands, stated, reason, limit, semantic)
 
-    @staticmethod
-    def _passes(s: Mapping[str, float], p: Params) -> bool:
-        if "exact" in s:
-            return True
-        lexical = s.get("lexical", 0.0)
-        if lexical >= p.lexical_threshold:
-            return True
-        return s.get("semantic", -1.0) >= p.semantic_threshold and lexical >= p.semantic_only_lexical
+    def _add_dense(
+        self,
+        row: np.ndarray,
+        add: Callable[[int, str, float], None],
+        scores: dict[int, dict[str, float]],
+        p: Params,
+    ) -> None:
+        import numpy as np
 
-    def _candidate(self, pos: int, fused: float, s: dict[str, float]) -> Candidate:
-        m = self.messages[pos]
-        if "exact" in s:
-            method = "exact"
-        else:
-            method = max(
-                ("lexical", "semantic"), key=lambda k: s.get(k, -1.0)
+        depth = min(p.dense_depth, row.size)
+        best = np.argpartition(-row, depth - 1)[:depth]
+        best = best[np.lexsort((-best, -row[best]))]
+        hi = float(row[best[0]])
+        lo = float(np.median(row[row > -1.0]))
+        for r, pos in enumerate(int(b) for b in best):
+            if p.fusion == "rrf":
+                add(pos, "semantic", p.semantic_weight / (p.rrf_k + r + 1))
+            else:
+                add(
+                    pos,
+                    "semantic",
+                    p.semantic_weight * max(0.0, row[pos] - lo) / max(hi - lo, 1e-6),
+                )
+            scores.setdefault(pos, {})
+        if p.fusion != "rrf":  # lexical candidates beyond the dense depth keep their share
+            taken = {int(b) for b in best}
+            for pos in list(scores):
+                if pos not in taken:
+                    share = max(0.0, float(row[pos]) - lo) / max(hi - lo, 1e-6)
+                    add(pos, "semantic", p.semantic_weight * share)
+
+    def _judge(self, cands: Sequence[Candidate], semantic: bool) -> tuple[bool, str]:
+        """Stated or not, from the top candidates' scores and the calibrated thresholds."""
+        p = self.params
+        if any("exact" in c.scores for c in cands):
+            return True, "exact match"
+        lexical = max((c.scores.get("lexical", 0.0) for c in cands), default=0.0)
+        if semantic:
+            cosine = max((c.scores.get("semantic", -1.0) for c in cands), default=-1.0)
+            if cosine >= p.semantic_threshold:
+                return True, f"semantic {cosine:.2f} ≥ {p.semantic_threshold}"
+            if lexical >= p.lexical_threshold:
+                return True, f"lexical {lexical:.2f} ≥ {p.lexical_threshold}"
+            return False, (
+                f"best lexical {lexical:.2f} < {p.lexical_threshold} and best semantic "
+                f"{max(cosine, 0.0):.2f} < {p.semantic_threshold}"
             )
-        support = max(s.get("exact", 0.0), s.get("lexical", 0.0), s.get("semantic", 0.0))
+        if lexical >= p.lexical_only_threshold:
+            return True, f"lexical {lexical:.2f} ≥ {p.lexical_only_threshold} (no semantic ranker)"
+        return (
+            False,
+            f"best lexical {lexical:.2f} < {p.lexical_only_threshold} (no semantic ranker)",
+        )
+
+    def _candidate(
+        self, pos: int, fused: float, contrib: Mapping[str, float], s: dict[str, float]
+    ) -> Candidate:
+        m = self.messages[pos]
+        shown = {k: v for k, v in contrib.items() if k in METHODS}
+        method = max(shown, key=lambda k: shown[k]) if shown else "lexical"
         return Candidate(
-            m.index, m.id, m.turn, m.session, m.content, round(fused, 5), method,
-            round(support, 3), dict(s),
+            m.index, m.id, m.turn, m.session, m.content, round(fused, 4), method, dict(s)
         )
 
 

@@ -155,8 +155,11 @@ def fact_intervals(fact: str) -> tuple[Interval, ...]:
 _RELATIVE = re.compile(
     r"\b(yesterday|last night|today|tonight|this morning|this afternoon|tomorrow"
     r"|the other day|a few days ago|(?:last|this past|past) weekend|(?:last|past) week"
-    r"|this week|next week|this weekend|(?:last|this past) " + _WEEKDAY + r"|on " + _WEEKDAY +
-    r"|last month|this month|next month|last year|this year|next year"
+    r"|this week|next week|this weekend|(?:last|this past) "
+    + _WEEKDAY
+    + r"|on "
+    + _WEEKDAY
+    + r"|last month|this month|next month|last year|this year|next year"
     r"|(\d+|a|one|two|three|four|five|six|seven|eight|nine|ten) years? ago"
     r"|in " + _MONTH + r")\b"
 )
