@@ -1,0 +1,227 @@
+"""Benchmark: evidence ranking on a real LoCoMo conversation vs plain BM25 (SPEC §7 step 1, §9).
+
+    python benchmarks/bench_evidence.py [--dev PATH] [--facts 40]
+
+The dev conversation (default ../shared/datasets/locomo/locomo-conv-26.json, CC BY-NC: never
+committed) gives two kinds of probes, each with the dataset's gold turn(s):
+  - QA items: fact = question + " " + answer (adversarial items: their adversarial answer);
+  - observations: the per-session memories ("Caroline attended an LGBTQ support group
+    recently ..."), third-person, as memory systems write them, with their evidence dia_id.
+For each, recall@1 and recall@3 of a gold turn among the candidates, side by side for:
+  memdiag    the default ranking (exact, BM25, MiniLM, temporal, fused);
+  lexical    the same without the embedding model (what a user without it gets);
+  rrf        reciprocal-rank fusion of the same rankers (the alternative we measured);
+  bm25       plain Okapi BM25 over every turn (lowercased \\w+ tokens, no stemming).
+never_stated precision/recall: positives are all the probes above (each was stated),
+negatives are benchmarks/data/negative_facts.txt, facts of another conversation written for
+memdiag, once with other names and once with the dev speakers' names. Precision: of the facts
+called never_stated, the share that were never stated; recall: of the never-stated facts, the
+share called so.
+Time: --facts observations ranked over the whole conversation, with an empty embedding cache
+(cold), then again (warm), plus the whole probe set; peak memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# beside the main checkout (../shared), or two levels up from a worktree of it
+DEV = next(
+    (
+        d / "shared" / "datasets" / "locomo" / "locomo-conv-26.json"
+        for d in (ROOT.parent, ROOT.parent.parent)
+        if (d / "shared" / "datasets" / "locomo" / "locomo-conv-26.json").is_file()
+    ),
+    ROOT.parent / "shared" / "datasets" / "locomo" / "locomo-conv-26.json",
+)
+NEGATIVES = Path(__file__).resolve().parent / "data" / "negative_facts.txt"
+OTHER_NAMES = ("Priya", "Tomas")
+
+Probe = tuple[str, str, frozenset[str]]  # (line label, fact, gold message ids)
+
+
+def dev_probes(path: Path) -> tuple[Any, list[Probe]]:
+    """The transcript of a LoCoMo file and its QA + observation probes with gold message ids."""
+    from memdiag.transcript.formats import load
+    from memdiag.transcript.importers import locomo_probes
+
+    transcript = load(path, "locomo")
+    ids = {_dia_key(m.id): m.id for m in transcript.messages}
+    probes: list[Probe] = []
+    for p in locomo_probes(path):
+        answer = p["answer"] if p["answer"] is not None else p.get("adversarial_answer")
+        if p["evidence_ids"] and answer is not None:
+            label = f"qa {p['category']}"
+            probes.append((label, f"{p['question']} {answer}", frozenset(p["evidence_ids"])))
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    for sample in raw:
+        for per_speaker in (sample.get("observation") or {}).values():
+            for items in per_speaker.values():
+                for fact, dia in items:
+                    dias = dia if isinstance(dia, list) else [dia]
+                    gold = frozenset(ids[k] for k in map(_dia_key, dias) if k in ids)
+                    if gold:
+                        probes.append(("observation", fact, gold))
+    return transcript, probes
+
+
+def _dia_key(dia_id: str) -> str:
+    m = re.search(r"D:?(\d+):0*(\d+)", dia_id)
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else dia_id
+
+
+def negatives(speakers: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(facts with other names, the same facts with the dev conversation's speakers)."""
+    lines = [
+        s.strip()
+        for s in NEGATIVES.read_text(encoding="utf-8").splitlines()
+        if s.strip() and not s.startswith("#")
+    ]
+    a, b = (list(speakers) + ["A", "B"])[:2]
+    other = [s.format(A=OTHER_NAMES[0], B=OTHER_NAMES[1]) for s in lines]
+    same = [s.format(A=a, B=b) for s in lines]
+    return other, same
+
+
+class PlainBM25:
+    """The baseline: Okapi BM25 over every message, lowercased \\w+ tokens, nothing else."""
+
+    def __init__(self, messages: Sequence[Any]) -> None:
+        from memdiag.ranking.lexical import BM25Index
+
+        self.messages = [m for m in messages if m.content.strip()]
+        self.index = BM25Index(re.findall(r"\w+", m.content.lower()) for m in self.messages)
+
+    def top_ids(self, fact: str, k: int) -> list[str]:
+        scores = self.index.score(re.findall(r"\w+", fact.lower())).bm25
+        return [self.messages[i].id for i in sorted(scores, key=lambda i: -scores[i])[:k]]
+
+
+def recall(rows: list[tuple[str, list[str], frozenset[str]]]) -> dict[str, tuple[float, float, int]]:
+    by: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for label, ids, gold in rows:
+        by[label].append((bool(set(ids[:1]) & gold), bool(set(ids[:3]) & gold)))
+    out = {}
+    for label in sorted(by, key=lambda s: (s == "observation", s)):
+        hits = by[label]
+        out[label] = (
+            sum(h[0] for h in hits) / len(hits),
+            sum(h[1] for h in hits) / len(hits),
+            len(hits),
+        )
+    return out
+
+
+def never_stated(stated: list[bool], is_negative: list[bool]) -> tuple[float, float, int, int]:
+    called = [not s for s in stated]
+    tp = sum(c and n for c, n in zip(called, is_negative, strict=True))
+    return (
+        tp / max(sum(called), 1),
+        tp / max(sum(is_negative), 1),
+        sum(called),
+        sum(is_negative),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--dev", type=Path, default=DEV, help="a LoCoMo file (default: %(default)s)")
+    ap.add_argument("--facts", type=int, default=40, help="facts in the timed run")
+    args = ap.parse_args(argv)
+    if not args.dev.is_file():
+        print(f"dev conversation not found: {args.dev} (LoCoMo, not shipped)", file=sys.stderr)
+        return 2
+
+    from memdiag.ranking import Params, evidence_index
+    from memdiag.ranking.cache import ENV_CACHE_DIR
+
+    transcript, probes = dev_probes(args.dev)
+    speakers = sorted({m.name for m in transcript.messages if m.name})
+    neg_other, neg_same = negatives(speakers)
+    facts = [f for _, f, _ in probes]
+    users = sum(m.role == "user" for m in transcript.messages)
+    print(
+        f"dev: {args.dev.name}: {len(transcript.messages)} messages in {len(transcript.sessions)} "
+        f"sessions ({users} turns); {len(probes)} probes; "
+        f"{len(neg_other)} + {len(neg_same)} negatives",
+    )
+
+    import os
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ[ENV_CACHE_DIR] = tmp
+        # timed: --facts observations, cold cache then warm
+        obs = [f for label, f, _ in probes if label == "observation"][: args.facts]
+        timings = []
+        for _ in ("cold", "warm"):
+            t0 = time.perf_counter()
+            index, note = evidence_index(transcript)
+            index.rank([(f, None) for f in obs])
+            timings.append((time.perf_counter() - t0, index.stats.embedded, index.stats.sentences))
+            if index.cache is not None:
+                index.cache.close()
+
+        results: dict[str, dict[str, tuple[float, float, int]]] = {}
+        judged: dict[str, tuple[float, float, int, int]] = {}
+        variants = {
+            "memdiag": (True, Params()),
+            "lexical": (False, Params()),
+            "rrf": (True, Params(fusion="rrf", neighbor_weight=0.0, speaker_weight=0.0)),
+        }
+        t_all = 0.0
+        everything = facts + neg_other + neg_same
+        is_negative = [False] * len(facts) + [True] * (len(neg_other) + len(neg_same))
+        for name, (semantic, params) in variants.items():
+            t0 = time.perf_counter()
+            index, _ = evidence_index(transcript, semantic=semantic, params=params)
+            ranked = index.rank([(f, None) for f in everything], top=3)
+            if name == "memdiag":
+                t_all = time.perf_counter() - t0
+            rows = [
+                (label, [c.id for c in r.candidates], gold)
+                for (label, _, gold), r in zip(probes, ranked, strict=False)
+            ]
+            results[name] = recall(rows)
+            judged[name] = never_stated([r.stated for r in ranked], is_negative)
+            k = len(facts) + len(neg_other)
+            judged[name + " (other names only)"] = never_stated(
+                [r.stated for r in ranked[:k]], is_negative[:k]
+            )
+            if index.cache is not None:
+                index.cache.close()
+        bm25 = PlainBM25(transcript.messages)
+        results["bm25"] = recall([(label, bm25.top_ids(f, 3), gold) for label, f, gold in probes])
+
+    cols = list(results)
+    print(f"\nsemantic ranker: {note}")
+    print(f"\n{'recall@1 / @3':16s} {'n':>4s}  " + "  ".join(f"{c:>11s}" for c in cols))
+    for label in results["memdiag"]:
+        n = results["memdiag"][label][2]
+        cells = "  ".join(f"{results[c][label][0]:5.2f} {results[c][label][1]:5.2f}" for c in cols)
+        print(f"{label:16s} {n:4d}  {cells}")
+    print("\nnever_stated    precision  recall  (called / truly never stated)")
+    for name, (p, r, called, neg) in judged.items():
+        print(f"  {name:30s} {p:5.2f}  {r:5.2f}  ({called} / {neg})")
+    (cold, emb_c, sent), (warm, emb_w, _) = timings
+    print(
+        f"\ntime: {len(obs)} facts over {len(transcript.messages)} messages: cold cache "
+        f"{cold:.1f} s ({emb_c} of {sent} sentences embedded), warm {warm:.2f} s "
+        f"({emb_w} embedded); all {len(everything)} facts (warm): {t_all:.1f} s; "
+        f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
