@@ -88,7 +88,7 @@ def negatives(speakers: Sequence[str]) -> tuple[list[str], list[str]]:
         for s in NEGATIVES.read_text(encoding="utf-8").splitlines()
         if s.strip() and not s.startswith("#")
     ]
-    a, b = (list(speakers) + ["A", "B"])[:2]
+    a, b = [*speakers, "A", "B"][:2]
     other = [s.format(A=OTHER_NAMES[0], B=OTHER_NAMES[1]) for s in lines]
     same = [s.format(A=a, B=b) for s in lines]
     return other, same
@@ -108,7 +108,9 @@ class PlainBM25:
         return [self.messages[i].id for i in sorted(scores, key=lambda i: -scores[i])[:k]]
 
 
-def recall(rows: list[tuple[str, list[str], frozenset[str]]]) -> dict[str, tuple[float, float, int]]:
+def recall(
+    rows: list[tuple[str, list[str], frozenset[str]]],
+) -> dict[str, tuple[float, float, int]]:
     by: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for label, ids, gold in rows:
         by[label].append((bool(set(ids[:1]) & gold), bool(set(ids[:3]) & gold)))

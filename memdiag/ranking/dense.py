@@ -55,6 +55,23 @@ def name_stripper(names: Iterable[str]) -> Callable[[str], str]:
     return strip
 
 
+# words that open a sentence without naming anyone
+_NOT_NAMES = frozenset(
+    """a an the i it he she they we you my our your his her their this that these those there
+    here in on at when what where who why how user users assistant""".split()
+)
+_SUBJECT = re.compile(r"^\s*([A-Z][\w-]+)(?:'s|’s)?\b,?\s*")
+
+
+def strip_subject(fact: str) -> str:
+    """A third-person memory without its leading name: "Dana moved from Chicago" → "moved from
+    Chicago" (the name would otherwise pull every greeting that mentions it)."""
+    m = _SUBJECT.match(fact)
+    if m is None or m.group(1).casefold() in _NOT_NAMES or m.end() >= len(fact):
+        return fact
+    return fact[m.end() :]
+
+
 def units(
     contents: Iterable[str], strip: Callable[[str], str] = str, whole: bool = False
 ) -> Iterator[tuple[int, str]]:
@@ -119,7 +136,9 @@ def dense_scores(
     if not english or not contents:
         return out, stats
     strip = name_stripper(names)
-    fact_vecs = embed_cached([strip(facts[i]) for i in english], embedder, cache, stats)
+    fact_vecs = embed_cached(
+        [strip_subject(strip(facts[i])) for i in english], embedder, cache, stats
+    )
     stats.embedded = 0  # count message sentences only
     seen: set[str] = set()
     pending: list[tuple[int, str]] = []

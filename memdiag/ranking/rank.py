@@ -182,8 +182,14 @@ class EvidenceIndex:
             self._add_dense(row, add, scores, p)
         wanted = fact_intervals(fact)
         if wanted and p.temporal_weight:
-            for pos in list(contrib):
+            # the temporal ranker: messages whose own words point at the fact's dates, and the
+            # bonus of being said during them for the candidates of the other rankers
+            pointing = [pos for pos in range(limit) if self._said_at(pos)]
+            for pos in sorted(set(contrib) | set(pointing)):
                 t = temporal_score(wanted, self._said_at(pos), self.when[pos])
+                if pos not in contrib and t < 1.0:
+                    continue
+                scores.setdefault(pos, {})
                 if t:
                     add(pos, "temporal", p.temporal_weight * unit * t)
                     scores[pos]["temporal"] = t
