@@ -164,7 +164,7 @@ class EvidenceIndex:
 
         def add(pos: int, method: str, value: float) -> None:
             c = contrib.setdefault(pos, {})
-            c[method] = c.get(method, 0.0) + value
+            c[method] = c.get(method, 0.0) + float(value)
 
         lex = self.lexical.score(terms(fact), limit)
         for r, pos in enumerate(sorted(lex.bm25, key=lambda k: (-lex.bm25[k], -k))):
@@ -205,7 +205,10 @@ class EvidenceIndex:
                 for nb in (pos - 1, pos + 1):
                     if 0 <= nb < limit and self.messages[nb].session == self.messages[pos].session:
                         add(nb, "context", p.neighbor_weight * v)
-                        scores.setdefault(nb, {})
+                        s = scores.setdefault(nb, {})
+                        s["context"] = round(
+                            max(s.get("context", 0.0), p.neighbor_weight * float(v)), 3
+                        )
         exact = [pos for pos in range(limit) if nf and nf in self.norm[pos]] if nf else []
         for pos in exact:
             scores.setdefault(pos, {})["exact"] = 1.0
