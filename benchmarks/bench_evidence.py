@@ -167,10 +167,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         obs = [f for label, f, _ in probes if label == "observation"][: args.facts]
         timings = []
         for _ in ("cold", "warm"):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             index, note = evidence_index(transcript)
             index.rank([(f, None) for f in obs])
-            timings.append((time.perf_counter() - t0, index.stats.embedded, index.stats.sentences))
+            timings.append(
+                (
+                    time.perf_counter() - t0,
+                    time.process_time() - c0,
+                    index.stats.embedded,
+                    index.stats.sentences,
+                )
+            )
             if index.cache is not None:
                 index.cache.close()
 
@@ -215,12 +222,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nnever_stated    precision  recall  (called / truly never stated)")
     for name, (p, r, called, neg) in judged.items():
         print(f"  {name:30s} {p:5.2f}  {r:5.2f}  ({called} / {neg})")
-    (cold, emb_c, sent), (warm, emb_w, _) = timings
+    (cold, cold_cpu, emb_c, sent), (warm, _, emb_w, _) = timings
     print(
         f"\ntime: {len(obs)} facts over {len(transcript.messages)} messages: cold cache "
-        f"{cold:.1f} s ({emb_c} of {sent} sentences embedded), warm {warm:.2f} s "
+        f"{cold:.1f} s (CPU {cold_cpu:.1f} s; {emb_c} of {sent} sentences embedded), "
+        f"warm {warm:.2f} s "
         f"({emb_w} embedded); all {len(everything)} facts (warm): {t_all:.1f} s; "
-        f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+        f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     return 0
 

@@ -64,6 +64,7 @@ def test_gold_turns_from_every_speaker(semantic: bool, request: pytest.FixtureRe
     for fact, r in zip(facts, ranked, strict=True):
         assert GOLD[fact] in _top(r), (fact, _top(r))
         assert r.stated, (fact, r.reason)
+        assert any(c.passes for c in r.candidates[:3])
     by_fact = dict(zip(facts, ranked, strict=True))
     tool = by_fact["It is going to rain heavily in Portland on Saturday."].candidates[0]
     assert (tool.id, tool.method) == ("t4", "lexical")
@@ -113,6 +114,7 @@ def test_facts_of_another_conversation_are_never_stated(
     ranked = rank_evidence(t, [(f, None) for f in OTHER], semantic=semantic)
     for r in ranked:
         assert not r.stated, (r.fact, r.reason)
+        assert not any(c.passes for c in r.candidates[:3])
         assert r.reason.startswith("best lexical")
         # the ranking is still reported, whatever the absolute scores
         assert len(r.candidates) <= 5

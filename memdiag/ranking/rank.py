@@ -79,6 +79,7 @@ class Candidate:
     score: float  # fused score: only the order means something
     method: str  # one of METHODS: the ranker that contributed most
     scores: Mapping[str, float] = field(default_factory=dict)  # lexical, semantic, temporal
+    passes: bool = False  # this message alone reaches a calibrated threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +220,9 @@ class EvidenceIndex:
                 s.setdefault("semantic", round(float(row[pos]), 3))
         fused = {pos: sum(c.values()) for pos, c in contrib.items()}
         order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
-        cands = tuple(self._candidate(pos, fused[pos], contrib[pos], scores[pos]) for pos in order)
+        cands = tuple(
+            self._candidate(pos, fused[pos], contrib[pos], scores[pos], semantic) for pos in order
+        )
         stated, reason = self._judge(cands[: p.judged], semantic)
         return Ranking(fact, cands, stated, reason, limit, semantic)
 
@@ -254,37 +257,55 @@ class EvidenceIndex:
                     share = max(0.0, float(row[pos]) - lo) / max(hi - lo, 1e-6)
                     add(pos, "semantic", p.semantic_weight * share)
 
+    def _passes(self, s: Mapping[str, float], semantic: bool) -> str | None:
+        """Why this one candidate states the fact (a calibrated threshold reached), or None."""
+        p = self.params
+        if "exact" in s:
+            return "exact match"
+        lexical = s.get("lexical", 0.0)
+        if semantic:
+            cosine = s.get("semantic", -1.0)
+            if cosine >= p.semantic_threshold:
+                return f"semantic {cosine:.2f} ≥ {p.semantic_threshold}"
+            if lexical >= p.lexical_threshold:
+                return f"lexical {lexical:.2f} ≥ {p.lexical_threshold}"
+        elif lexical >= p.lexical_only_threshold:
+            return f"lexical {lexical:.2f} ≥ {p.lexical_only_threshold} (no semantic ranker)"
+        return None
+
     def _judge(self, cands: Sequence[Candidate], semantic: bool) -> tuple[bool, str]:
         """Stated or not, from the top candidates' scores and the calibrated thresholds."""
         p = self.params
-        if any("exact" in c.scores for c in cands):
-            return True, "exact match"
+        for c in cands:
+            why = self._passes(c.scores, semantic)
+            if why:
+                return True, why
         lexical = max((c.scores.get("lexical", 0.0) for c in cands), default=0.0)
         if semantic:
-            cosine = max((c.scores.get("semantic", -1.0) for c in cands), default=-1.0)
-            if cosine >= p.semantic_threshold:
-                return True, f"semantic {cosine:.2f} ≥ {p.semantic_threshold}"
-            if lexical >= p.lexical_threshold:
-                return True, f"lexical {lexical:.2f} ≥ {p.lexical_threshold}"
+            cosine = max((c.scores.get("semantic", 0.0) for c in cands), default=0.0)
             return False, (
                 f"best lexical {lexical:.2f} < {p.lexical_threshold} and best semantic "
                 f"{max(cosine, 0.0):.2f} < {p.semantic_threshold}"
             )
-        if lexical >= p.lexical_only_threshold:
-            return True, f"lexical {lexical:.2f} ≥ {p.lexical_only_threshold} (no semantic ranker)"
         return (
             False,
             f"best lexical {lexical:.2f} < {p.lexical_only_threshold} (no semantic ranker)",
         )
 
     def _candidate(
-        self, pos: int, fused: float, contrib: Mapping[str, float], s: dict[str, float]
+        self,
+        pos: int,
+        fused: float,
+        contrib: Mapping[str, float],
+        s: dict[str, float],
+        semantic: bool,
     ) -> Candidate:
         m = self.messages[pos]
         shown = {k: v for k, v in contrib.items() if k in METHODS}
         method = max(shown, key=lambda k: shown[k]) if shown else "lexical"
+        passes = self._passes(s, semantic) is not None
         return Candidate(
-            m.index, m.id, m.turn, m.session, m.content, round(fused, 4), method, dict(s)
+            m.index, m.id, m.turn, m.session, m.content, round(fused, 4), method, dict(s), passes
         )
 
 
