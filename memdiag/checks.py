@@ -36,6 +36,7 @@ from memdiag.config import (
 )
 from memdiag.errors import InputError, UsageError
 from memdiag.stores.audit import KINDS as FINDING_KINDS
+from memdiag.strategies import validate_settings
 from memdiag.yamlio import LineDict, LineList, load_yaml, to_dataclass, unknown_key_error
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ class _Parser:
                 given["transcript"], "transcript", given.line_of("transcript")
             )
         try:
-            settings = self.base.with_overrides(**overrides).validate()
+            settings = validate_settings(self.base.with_overrides(**overrides))
         except (UsageError, TypeError) as exc:
             raise self.error(f"case {name!r}: {exc}", strategy_line) from None
         expectations = self.expectations(c["expect"], c.line_of("expect"))
@@ -723,7 +724,7 @@ def _audit(settings: Settings) -> Any:
     from memdiag.stores.audit import audit
 
     with LongTermStores.from_settings(settings) as stores:
-        return audit(stores.facts, stores.chroma, stores.collection, settings.audit_settings())
+        return audit(stores.facts, stores.chroma, stores.collection, settings.audit)
 
 
 def _run_indexed(args: tuple[Case, str]) -> CaseResult:

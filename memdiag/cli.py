@@ -268,8 +268,9 @@ def count_progress(
 
 def settings_from(config: Path | None, **flags: Any) -> Settings:
     from memdiag.config import load_settings
+    from memdiag.strategies import validate_settings
 
-    return load_settings(config).with_overrides(**flags).validate()
+    return validate_settings(load_settings(config).with_overrides(**flags))
 
 
 def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
@@ -586,9 +587,7 @@ def inspect_store(
         from memdiag.longterm import LongTermStores
 
         with LongTermStores.from_settings(settings) as stores, count_progress("auditing") as tick:
-            report = audit(
-                stores.facts, stores.chroma, stores.collection, settings.audit_settings(), tick
-            )
+            report = audit(stores.facts, stores.chroma, stores.collection, settings.audit, tick)
         if output is OutputFormat.table:
             from memdiag.render.console import render_audit
 

@@ -94,10 +94,7 @@ def failures_from_probes(transcript: Transcript, path: str) -> tuple[list[Failur
     asks after the conversation: its last turn). Adversarial items without an answer are left
     out; returns (failures, items left out).
     """
-    from memdiag.transcript.importers import locomo_probes, longmemeval_probes
-
-    readers = {"locomo": locomo_probes, "longmemeval": longmemeval_probes}
-    if transcript.format not in readers:
+    if transcript.format not in ("locomo", "longmemeval"):
         raise UsageError(
             f"--probes needs a LoCoMo or LongMemEval file; {transcript.path} is {transcript.format}"
         )
@@ -106,7 +103,7 @@ def failures_from_probes(transcript: Transcript, path: str) -> tuple[list[Failur
     last = len(transcript.turns)
     failures = []
     skipped = 0
-    for p in readers[transcript.format](path):
+    for p in (probe.as_dict() for probe in transcript.checked_probes()):
         if p.get("answer") is None:
             skipped += 1
             continue

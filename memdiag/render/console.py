@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,6 +13,9 @@ from rich.text import Text
 
 from memdiag.render import gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
+
+if TYPE_CHECKING:
+    from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
 
@@ -279,39 +283,38 @@ def render_checks(console: Console, report: object) -> None:
 SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
 
 
-def render_audit(console: Console, report: object) -> None:
-    """Stores, layer counts and findings of `memdiag inspect-store`."""
-    from memdiag.stores.audit import AuditReport
+def render_audit(console: Console, report: AuditReport) -> None:
+    """Stores, layer (memory tier) counts and findings of `memdiag inspect-store`."""
+    from memdiag.stores.audit import FactsFileSummary
 
-    assert isinstance(report, AuditReport)
     stores = Table(title="Stores", title_justify="left")
     for col in ("store", "what", "size", "details"):
         stores.add_column(col, overflow="fold")
     for s in report.stores:
-        if s["type"] == "facts_file":
-            collisions = len(s.get("normalization_collisions", []))
+        if isinstance(s, FactsFileSummary):
+            collisions = len(s.normalization_collisions)
             stores.add_row(
-                Text(s["location"]),
-                f"facts file ({s['shape']})",
-                f"{s['keys']} keys",
-                f"{s['superseded_values']} superseded values, {collisions} key collisions",
+                Text(s.location),
+                f"facts file ({s.shape})",
+                f"{s.keys} keys",
+                f"{s.superseded_values} superseded values, {collisions} key collisions",
             )
         else:
-            ef = s.get("embedding_function") or "none"
-            retrieval = s.get("retrieval_checks")
+            ef = s.embedding_function or "none"
+            retrieval = s.retrieval_checks
             stores.add_row(
-                Text(f"{s['location']} [{s['collection']}]"),
-                f"chroma {s.get('mode', '')}",
-                f"{s['count']} records",
+                Text(f"{s.location} [{s.collection}]"),
+                f"chroma {s.mode}",
+                f"{s.count} records",
                 Text(
-                    f"dim {s.get('dimension')}, space {s.get('space')}, embedding function {ef}, "
+                    f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
                     f"retrieval checks {retrieval}"
-                    + (f" ({s.get('retrieval_reason')})" if retrieval != "available" else "")
+                    + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
                 ),
             )
     console.print(stores)
     console.print(
-        "layers: " + ", ".join(f"{layer} {n}" for layer, n in report.layers.items()), style="bold"
+        "layers: " + ", ".join(f"{tier} {n}" for tier, n in report.tiers.items()), style="bold"
     )
     if not report.findings:
         console.print("No findings: the stores look clean.", style="green bold")

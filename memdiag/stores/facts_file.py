@@ -28,6 +28,7 @@ from memdiag.text import normalize_key
 # A facts file is a small profile; anything this big is almost certainly the wrong file.
 MAX_BYTES = 64 * 1024 * 1024
 
+
 def parse_timestamp(value: Any) -> datetime | None:
     """Parse an ISO-8601 string or an epoch number (seconds, or milliseconds) as aware UTC.
 
