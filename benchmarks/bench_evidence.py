@@ -54,16 +54,14 @@ Probe = tuple[str, str, frozenset[str]]  # (line label, fact, gold message ids)
 def dev_probes(path: Path) -> tuple[Any, list[Probe]]:
     """The transcript of a LoCoMo file and its QA + observation probes with gold message ids."""
     from memdiag.transcript.formats import load
-    from memdiag.transcript.importers import locomo_probes
 
     transcript = load(path, "locomo")
     ids = {_dia_key(m.id): m.id for m in transcript.messages}
     probes: list[Probe] = []
-    for p in locomo_probes(path):
-        answer = p["answer"] if p["answer"] is not None else p.get("adversarial_answer")
-        if p["evidence_ids"] and answer is not None:
-            label = f"qa {p['category']}"
-            probes.append((label, f"{p['question']} {answer}", frozenset(p["evidence_ids"])))
+    for p in transcript.probes:
+        answer = p.answer if p.answer is not None else p.adversarial_answer
+        if p.evidence_ids and answer is not None:
+            probes.append((f"qa {p.category}", f"{p.question} {answer}", frozenset(p.evidence_ids)))
     raw = json.loads(path.read_text(encoding="utf-8"))
     for sample in raw:
         for per_speaker in (sample.get("observation") or {}).values():
