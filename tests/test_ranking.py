@@ -299,3 +299,20 @@ def test_dev_conversation_beats_plain_bm25() -> None:
     assert ours["observation"][1] >= 0.9
     total = sum(ours[k][1] * ours[k][2] for k in ours)
     assert total > sum(base[k][1] * base[k][2] for k in base)
+
+
+def test_streamed_batches_give_the_same_scores(model_dir: Path) -> None:
+    import numpy as np
+
+    from memdiag.ranking.dense import dense_scores
+    from memdiag.ranking.minilm import MiniLM
+
+    t = load(DANA)
+    contents = [m.content for m in t.messages] + ["Perfect, thanks."] * 3  # said again
+    facts = [*GOLD, "用户对花生过敏"]
+    model = MiniLM(model_dir)
+    small, stats = dense_scores(facts, contents, model, batch=2)
+    large, _ = dense_scores(facts, contents, model, batch=10_000)
+    assert np.allclose(small, large, atol=1e-5)
+    assert stats.embedded == stats.sentences  # no cache: each distinct sentence once
+    assert (small[-1] == -1.0).all()  # a Chinese fact gets no dense score

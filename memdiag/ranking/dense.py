@@ -13,6 +13,7 @@ Chinese sentences as near-identical, so the lexical ranker's character n-grams h
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -72,15 +73,10 @@ def strip_subject(fact: str) -> str:
     return fact[m.end() :]
 
 
-def units(
-    contents: Iterable[str], strip: Callable[[str], str] = str, whole: bool = False
-) -> Iterator[tuple[int, str]]:
+def units(contents: Iterable[str], strip: Callable[[str], str] = str) -> Iterator[tuple[int, str]]:
     """(message position, sentence) pairs: each message's sentences, CJK text left out."""
     for pos, content in enumerate(contents):
-        parts = split_sentences(content)
-        if whole and len(parts) > 1:
-            parts.append(content)
-        for s in parts:
+        for s in split_sentences(content):
             if not has_cjk(s):
                 yield pos, strip(s[:MAX_CHARS])
 
@@ -121,12 +117,12 @@ def dense_scores(
     cache: EmbeddingCache | None = None,
     batch: int = BATCH,
     names: Iterable[str] = (),
-    whole: bool = False,
 ) -> tuple[np.ndarray, DenseStats]:
     """Best sentence cosine of each fact with each message: a facts × messages matrix.
 
-    Facts with CJK text get a row of -1 (no dense evidence), as do messages with no
-    non-CJK sentence.
+    Each distinct sentence is embedded once, batch by batch; a sentence said more than once
+    ("Thanks!") keeps its column of cosines, not its vector. Facts with CJK text get a row of
+    -1 (no dense evidence), as do messages with no non-CJK sentence.
     """
     import numpy as np
 
@@ -140,27 +136,36 @@ def dense_scores(
         [strip_subject(strip(facts[i])) for i in english], embedder, cache, stats
     )
     stats.embedded = 0  # count message sentences only
-    seen: set[str] = set()
+    counts = Counter(s for _, s in units(contents, strip))
+    stats.sentences = len(counts)
+    kept: dict[str, np.ndarray] = {}  # cosines of sentences said more than once
+    rows = out[english] if len(english) < len(facts) else out
     pending: list[tuple[int, str]] = []
 
+    def take(pos: int, col: np.ndarray) -> None:
+        np.maximum(rows[:, pos], col, out=rows[:, pos])
+
     def flush() -> None:
-        texts = list(dict.fromkeys(s for _, s in pending))
-        vecs = embed_cached(texts, embedder, cache, stats)
-        row = {t: k for k, t in enumerate(texts)}
-        sims = fact_vecs @ vecs.T  # english facts × distinct sentences
+        texts = list(dict.fromkeys(s for _, s in pending if s not in kept))
+        sims = fact_vecs @ embed_cached(texts, embedder, cache, stats).T if texts else None
+        col_of = {t: k for k, t in enumerate(texts)}
         for pos, s in pending:
-            col = sims[:, row[s]]
-            cur = out[english, pos]
-            out[english, pos] = np.maximum(cur, col)
+            if s in kept:
+                take(pos, kept[s])
+                continue
+            assert sims is not None
+            col = sims[:, col_of[s]]
+            if counts[s] > 1:
+                kept[s] = col.copy()
+            take(pos, col)
         pending.clear()
 
-    for pos, s in units(contents, strip, whole):
+    for pos, s in units(contents, strip):
         pending.append((pos, s))
-        if s not in seen:
-            seen.add(s)
-            stats.sentences += 1
         if len(pending) >= batch:
             flush()
     if pending:
         flush()
+    if rows is not out:
+        out[english] = rows
     return out, stats
