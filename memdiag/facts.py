@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memdiag.text import CJK_RUN, fold, has_cjk, normalize, split_sentences
@@ -112,6 +112,8 @@ class Evidence:
     text: str
     score: float
     method: str
+    scores: Mapping[str, float] = field(default_factory=dict)  # every ranker's score (ranked)
+    passes: bool = True  # reaches the threshold on its own (ranked candidates may not)
 
 
 def find_evidence(

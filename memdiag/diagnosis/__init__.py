@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from memdiag.config import Settings
-from memdiag.diagnosis.evidence import search_evidence
+from memdiag.diagnosis.evidence import TOP, EvidenceSearch, rank_failures, search_evidence
 from memdiag.diagnosis.long_term import decide_long_term
 from memdiag.diagnosis.short_term import decide_short_term, kept_at, smallest_budget
 from memdiag.diagnosis.verdicts import (
@@ -107,17 +107,23 @@ def diagnose(
     stores: LongTermStores | None = None,
     what_if: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    *,
+    cache: bool = True,
 ) -> list[Diagnosis]:
-    """Diagnose each failure; the transcript is counted once for all of them.
+    """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
+    all of them.
 
-    ``progress(done, total)`` is called after each failure.
+    ``progress(done, total)`` is called after each failure; ``cache``: keep the embeddings of
+    the evidence ranking in the user cache dir.
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
     strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
+    rankings, note = rank_failures(rctx, failures, cache=cache)
     out = []
-    for f in failures:
-        out.append(diagnose_one(rctx, strategy, f, stores, what_if))
+    for f, ranking in zip(failures, rankings, strict=True):
+        search = search_evidence(rctx, f, ranking, note, cache=cache)
+        out.append(diagnose_one(rctx, strategy, f, stores, what_if, search))
         if progress is not None:
             progress(len(out), len(failures))
     return out
@@ -129,18 +135,23 @@ def diagnose_one(
     failure: Failure,
     stores: LongTermStores | None,
     what_if: bool,
+    search: EvidenceSearch | None = None,
 ) -> Diagnosis:
     t = rctx.transcript
     turn = t.turn(failure.at_turn)
-    search = search_evidence(rctx, failure)
-    evidence = search.found[:5]
+    if search is None:
+        search = search_evidence(rctx, failure)
+    evidence = search.found[:TOP]
     probe = ProbeInfo.of(failure.probe) if failure.probe is not None else None
-    if not evidence:
+    if not search.decisive:
         searched = f"{turn.user_index + 1} messages before turn {turn.number}"
+        if search.reason:
+            searched += f"; {search.reason}"
         return Diagnosis(
             failure.fact,
             failure.at_turn,
             Verdict.never_stated,
+            evidence=evidence,  # the best candidates, none of them close enough
             details=Details(probe, search.semantic_search, searched),
             fixes=(
                 "Not a memory failure: the fact was never stated before this turn. Check the fact "
@@ -149,9 +160,9 @@ def diagnose_one(
             marker_id=failure.marker_id,
             session=turn.session,
         )
-    same_session = [e for e in search.found if e.session == turn.session]
+    decisive = search.decisive
+    same_session = [e for e in decisive if e.session == turn.session]
     if same_session:
-        evidence = tuple(same_session[:5])
         outcome, short = decide_short_term(rctx, strategy, failure, what_if)
         details = Details(probe, search.semantic_search, short_term=short)
     else:
@@ -159,8 +170,8 @@ def diagnose_one(
         outcome, long_ = decide_long_term(
             failure.fact,
             query,
-            [e.text for e in evidence],
-            sorted({e.session for e in evidence}),
+            [e.text for e in decisive],
+            sorted({e.session for e in decisive}),
             stores,
             rctx.settings,
             rctx.counter,

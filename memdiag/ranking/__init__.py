@@ -31,6 +31,7 @@ def evidence_index(
     semantic: bool = True,
     cache: bool = True,
     params: Params = DEFAULT,
+    roles: Sequence[str] = ("user", "assistant", "tool"),
 ) -> tuple[EvidenceIndex, str]:
     """An index over every message of ``transcript``, and a note on the semantic ranker.
 
@@ -42,7 +43,7 @@ def evidence_index(
 
     embedder = None
     store = None
-    note = "semantic ranker off"
+    note = "skipped: turned off"
     if semantic:
         embedder, note = local_minilm()
         if embedder is not None and cache:
@@ -51,9 +52,14 @@ def evidence_index(
                 note += f"; {store.error}"
                 store = None
         elif embedder is None:
-            note = f"semantic ranker skipped: {note}"
+            note = f"skipped: {note}"
     index = EvidenceIndex(
-        transcript.messages, transcript.session_ts, embedder=embedder, cache=store, params=params
+        transcript.messages,
+        transcript.session_ts,
+        embedder=embedder,
+        cache=store,
+        params=params,
+        roles=roles,
     )
     return index, note
 

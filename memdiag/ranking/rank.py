@@ -112,7 +112,10 @@ class EvidenceIndex:
         roles: Sequence[str] = ("user", "assistant", "tool"),
         params: Params = DEFAULT,
     ) -> None:
-        self.messages = [m for m in messages if m.role in roles and m.content.strip()]
+        # a reply marked `forgot` is the failure itself, never the statement of the fact
+        self.messages = [
+            m for m in messages if m.role in roles and m.content.strip() and not m.forgot
+        ]
         self.params = params
         self.embedder = embedder
         self.cache = cache
@@ -203,6 +206,8 @@ class EvidenceIndex:
         if p.neighbor_weight:  # a fact is often stated across a question and its answer
             base = {pos: sum(c.values()) for pos, c in contrib.items()}
             for pos, v in base.items():
+                if v <= 0.0:
+                    continue
                 for nb in (pos - 1, pos + 1):
                     if 0 <= nb < limit and self.messages[nb].session == self.messages[pos].session:
                         add(nb, "context", p.neighbor_weight * v)
