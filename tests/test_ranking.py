@@ -316,3 +316,36 @@ def test_streamed_batches_give_the_same_scores(model_dir: Path) -> None:
     assert np.allclose(small, large, atol=1e-5)
     assert stats.embedded == stats.sentences  # no cache: each distinct sentence once
     assert (small[-1] == -1.0).all()  # a Chinese fact gets no dense score
+
+
+# --- through the CLI -----------------------------------------------------------------------
+
+
+def test_diagnose_json_lists_ranked_candidates(
+    model_dir: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from memdiag.cli import app
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MEMDIAG_CACHE_DIR", str(cache))
+    args = ["diagnose", str(DANA), "--format", "json", "--at", "8"]
+    facts = ["--fact", "Dana relocated from Chicago.", "--fact", "Tomas is studying law."]
+    first = CliRunner().invoke(app, [*args, *facts, "--no-cache"])
+    assert first.exit_code in (0, 1), first.output
+    assert not cache.exists()  # --no-cache: nothing written
+    moved, other = json.loads(first.stdout)["diagnoses"]
+    assert moved["evidence"][0]["id"] == "u5" and moved["verdict"] != "never_stated"
+    for e in moved["evidence"]:
+        assert {"score", "method", "stated", "scores"} <= set(e)
+    assert other["verdict"] == "never_stated" and other["evidence"]  # nearest, not stated
+    assert not any(e["stated"] for e in other["evidence"])
+    assert "cache off" in other["details"]["semantic_search"]
+    CliRunner().invoke(app, [*args, *facts])
+    assert any(cache.rglob("*.sqlite"))
+    again = CliRunner().invoke(app, [*args, *facts])
+    note = json.loads(again.stdout)["diagnoses"][0]["details"]["semantic_search"]
+    assert "(0 embedded" in note

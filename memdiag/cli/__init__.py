@@ -269,6 +269,14 @@ def diagnose(
             help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."
         ),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither read nor write the embedding cache of the evidence ranking "
+            "(under the user cache dir, or $MEMDIAG_CACHE_DIR).",
+        ),
+    ] = False,
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
@@ -304,7 +312,9 @@ def diagnose(
             LongTermStores.from_settings(settings) as opened,
             progress("diagnosing", min_total=2) as tick,
         ):
-            diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+            diagnoses = run_diagnose(
+                t, settings, failures, opened, progress=tick, cache=not no_cache
+            )
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
             from memdiag.render.html import diagnose_html
