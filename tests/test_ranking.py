@@ -349,3 +349,16 @@ def test_diagnose_json_lists_ranked_candidates(
     again = CliRunner().invoke(app, [*args, *facts])
     note = json.loads(again.stdout)["diagnoses"][0]["details"]["semantic_search"]
     assert "(0 embedded" in note
+
+
+def test_only_the_most_recent_messages_are_embedded(model_dir: Path) -> None:
+    from memdiag.ranking import Params
+
+    t = load(DANA)
+    index, _ = evidence_index(t, cache=False, params=Params(dense_max_messages=4))
+    (r,) = index.rank([("Dana ran a half marathon on 1 April 2026.", None)])
+    assert index.stats.dense_from == len(index.messages) - 4
+    old = {m.index for m in index.messages[: index.stats.dense_from]}
+    for c in r.candidates:
+        assert ("semantic" in c.scores) == (c.index not in old)
+    assert r.candidates[0].id == "u6"

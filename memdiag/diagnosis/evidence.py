@@ -63,6 +63,8 @@ def rank_failures(
             if index.cache is not None
             else f"{s.sentences} sentences of every speaker compared (cache off)"
         )
+        if s.dense_from:
+            note += f"; the {s.dense_from} oldest messages by their words only"
     for (k, _, _), r in zip(wanted, ranked, strict=True):
         out[k] = r
     return out, note

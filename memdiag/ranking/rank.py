@@ -55,6 +55,7 @@ class Params:
     speaker_weight: float = 0.1  # when the fact names the message's speaker
     neighbor_weight: float = 0.3  # share of a message's score given to the turns around it
     dense_depth: int = 100  # messages per fact taken from the dense ranking
+    dense_max_messages: int = 20_000  # the most recent messages that are embedded
     strip_names: bool = True  # participants' names left out of what is embedded
     # never_stated: no candidate in the top ``judged`` reaches a threshold
     judged: int = 3
@@ -97,6 +98,7 @@ class IndexStats:
     messages: int = 0
     sentences: int = 0  # distinct sentences compared by the dense ranker
     embedded: int = 0  # of which embedded in this run (the rest came from the cache)
+    dense_from: int = 0  # messages before this position were not embedded (too many)
 
 
 class EvidenceIndex:
@@ -141,22 +143,34 @@ class EvidenceIndex:
         The dense ranker, when there is an embedder, embeds every message once for all facts.
         """
         p = self.params
-        dense = None
+        dense: np.ndarray | None = None
+        limits = [
+            len(self.messages) if before is None else _count_before(self.messages, before)
+            for _, before in queries
+        ]
         if self.embedder is not None and queries:
+            import numpy as np
+
             from memdiag.ranking.dense import dense_scores
 
-            dense, dstats = dense_scores(
+            # only the most recent messages are embedded: a cold run over a huge transcript
+            # would otherwise take minutes; older ones are found by the lexical ranker alone
+            end = max(limits)
+            start = max(0, end - p.dense_max_messages)
+            part, dstats = dense_scores(
                 [f for f, _ in queries],
-                [m.content for m in self.messages],
+                [m.content for m in self.messages[start:end]],
                 self.embedder,
                 self.cache,
                 names=self.names if p.strip_names else (),
             )
+            dense = np.full((len(queries), len(self.messages)), -1.0, dtype=np.float32)
+            dense[:, start:end] = part
             self.stats.sentences = dstats.sentences
             self.stats.embedded = dstats.embedded
+            self.stats.dense_from = start
         out = []
-        for qi, (fact, before) in enumerate(queries):
-            limit = len(self.messages) if before is None else _count_before(self.messages, before)
+        for qi, (fact, limit) in enumerate(zip((f for f, _ in queries), limits, strict=True)):
             row = dense[qi, :limit] if dense is not None else None
             out.append(self._rank_one(fact, limit, row, max(top, p.judged)))
         return [replace(r, candidates=r.candidates[:top]) for r in out]
@@ -222,7 +236,8 @@ class EvidenceIndex:
         if semantic:
             assert row is not None
             for pos, s in scores.items():
-                s.setdefault("semantic", round(float(row[pos]), 3))
+                if row[pos] > -1.0:  # -1: not embedded (CJK only, or too old)
+                    s.setdefault("semantic", round(float(row[pos]), 3))
         fused = {pos: sum(c.values()) for pos, c in contrib.items()}
         order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
         cands = tuple(
