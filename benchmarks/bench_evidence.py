@@ -4,7 +4,8 @@
 
 The dev conversation (default ../shared/datasets/locomo/locomo-conv-26.json, CC BY-NC: never
 committed) gives two kinds of probes, each with the dataset's gold turn(s):
-  - QA items: fact = question + " " + answer (adversarial items: their adversarial answer);
+  - QA items: fact = question + " " + answer (adversarial items: their adversarial answer),
+    and again the answer alone ("answer N" lines: short facts, the hardest case);
   - observations: the per-session memories ("Caroline attended an LGBTQ support group
     recently ..."), third-person, as memory systems write them, with their evidence dia_id.
 For each, recall@1 and recall@3 of a gold turn among the candidates, side by side for:
@@ -63,7 +64,9 @@ def dev_probes(path: Path) -> tuple[Any, list[Probe]]:
     for p in transcript.probes:
         answer = p.answer if p.answer is not None else p.adversarial_answer
         if p.evidence_ids and answer is not None:
-            probes.append((f"qa {p.category}", f"{p.question} {answer}", frozenset(p.evidence_ids)))
+            gold = frozenset(p.evidence_ids)
+            probes.append((f"qa {p.category}", f"{p.question} {answer}", gold))
+            probes.append((f"answer {p.category}", str(answer), gold))
     raw = json.loads(path.read_text(encoding="utf-8"))
     for sample in raw:
         for per_speaker in (sample.get("observation") or {}).values():
@@ -115,7 +118,7 @@ def recall(
     for label, ids, gold in rows:
         by[label].append((bool(set(ids[:1]) & gold), bool(set(ids[:3]) & gold)))
     out = {}
-    for label in sorted(by, key=lambda s: (s == "observation", s)):
+    for label in sorted(by, key=lambda s: (s == "observation", s.startswith("answer"), s)):
         hits = by[label]
         out[label] = (
             sum(h[0] for h in hits) / len(hits),
@@ -125,7 +128,13 @@ def recall(
     return out
 
 
-def never_stated(stated: list[bool], is_negative: list[bool]) -> tuple[float, float, int, int]:
+def never_stated(
+    stated: Sequence[bool], is_negative: Sequence[bool | None]
+) -> tuple[float, float, int, int]:
+    """(precision, recall, called, truly never stated); None in ``is_negative``: not judged."""
+    pairs = [(s, n) for s, n in zip(stated, is_negative, strict=True) if n is not None]
+    stated = [s for s, _ in pairs]
+    is_negative = [bool(n) for _, n in pairs]
     called = [not s for s in stated]
     tp = sum(c and n for c, n in zip(called, is_negative, strict=True))
     return (
@@ -160,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     speakers = sorted({m.name for m in transcript.messages if m.name})
     neg_other, neg_same = negatives(speakers)
     facts = [f for _, f, _ in probes]
+    judged_facts = sum(not label.startswith("answer") for label, _, _ in probes)
     users = sum(m.role == "user" for m in transcript.messages)
     print(
         f"dev: {args.dev.name}: {len(transcript.messages)} messages in {len(transcript.sessions)} "
@@ -182,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, dict[str, tuple[float, float, int]]] = {}
         judged: dict[str, tuple[float, float, int, int]] = {}
         everything = facts + neg_other + neg_same
-        is_negative = [False] * len(facts) + [True] * (len(neg_other) + len(neg_same))
+        # an answer alone ("2022", "No") is not a fact that was stated or not: not judged
+        positives: list[bool | None] = [
+            None if label.startswith("answer") else False for label, _, _ in probes
+        ]
+        is_negative = positives + [True] * (len(neg_other) + len(neg_same))
         k = len(facts) + len(neg_other)
         # memdiag: what `diagnose` reports (evidence order, never_stated verdicts)
         t0 = time.perf_counter()
@@ -234,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wrong = called - round(p * called)
         print(
             f"  {name:28s} {p:5.2f}   {r:5.2f}   {called:4d}/{neg:<4d}     "
-            f"{wrong}/{len(facts)} ({wrong / len(facts):.1%})"
+            f"{wrong}/{judged_facts} ({wrong / judged_facts:.1%})"
         )
     (cold, cold_cpu, cold_note), (warm, warm_cpu, warm_note) = timings
     print(

@@ -382,9 +382,7 @@ def inspect_store(
             LongTermStores.from_settings(settings) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
-            report = audit(
-                opened.facts, opened.chroma, opened.collection, settings.audit, tick
-            )
+            report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
         output.to_renderer().audit(report)
         if fail_on is not None:
             worst = SEVERITIES.index(fail_on)

@@ -54,6 +54,10 @@ class Params:
     temporal_weight: float = 1.0  # × temporal score (1: its words point at the fact's date)
     speaker_weight: float = 0.1  # when the fact names the message's speaker
     neighbor_weight: float = 0.3  # share of a message's score given to the turns around it
+    # facts with fewer content terms weigh the dense ranker less (0: off). 8 helps answer-only
+    # facts ("Adoption agencies") on the dev set, but lets a name outrank the statement in short
+    # memories ("Dana moved from Chicago" → "Hi, I'm Dana"): measured, left off
+    semantic_full_terms: int = 0
     dense_depth: int = 100  # messages per fact taken from the dense ranking
     dense_max_messages: int = 20_000  # the most recent messages that are embedded
     strip_names: bool = True  # participants' names left out of what is embedded
@@ -197,7 +201,12 @@ class EvidenceIndex:
         semantic = row is not None and row.size > 0 and float(row.max()) > -1.0
         if semantic:
             assert row is not None
-            self._add_dense(row, add, scores, p)
+            # a sentence embedding of a two-word fact ("Adoption agencies") is mostly noise:
+            # the dense ranker counts fully from ``semantic_full_terms`` content terms on
+            weight = p.semantic_weight
+            if p.semantic_full_terms:
+                weight *= min(1.0, lex.query_terms / p.semantic_full_terms)
+            self._add_dense(row, add, scores, replace(p, semantic_weight=weight))
         wanted = fact_intervals(fact)
         if wanted and p.temporal_weight:
             # the temporal ranker: messages whose own words point at the fact's dates, and the
