@@ -21,11 +21,13 @@ from memdiag import __version__
 from memdiag.cli.options import (
     AtOpt,
     ConfigOpt,
+    ConversationOpt,
     FactOpt,
     FactsFileOpt,
     FormatOpt,
     FromOpt,
     HtmlOpt,
+    SessionOpt,
     SkipInvalidOpt,
     StoreFlags,
     TopKOpt,
@@ -128,10 +130,20 @@ def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] 
         yield tick
 
 
-def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
+def load_transcript(
+    path: Path,
+    fmt: str | None,
+    skip_invalid: bool,
+    session: str | None = None,
+    conversation: str | None = None,
+) -> Transcript:
+    from memdiag.errors import UsageError
     from memdiag.transcript import load
 
-    transcript = load(path, fmt, skip_invalid=skip_invalid)
+    if session is not None and conversation is not None:
+        raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
+    select = session if session is not None else conversation
+    transcript = load(path, fmt, skip_invalid=skip_invalid, select=select)
     err = stderr()
     for w in transcript.warnings[:20]:
         err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
@@ -184,7 +196,8 @@ def main_callback(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
         "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
-        "  memdiag replay chat.jsonl --format json > replay.json"
+        "  memdiag replay chat.jsonl --format json > replay.json\n\n"
+        "  memdiag replay agent.db --session mia-trip --fact 'allergic to peanuts'"
     )
 )
 @option_groups
@@ -201,6 +214,8 @@ def replay(
     config: ConfigOpt = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Replay a transcript through simulated context windows, turn by turn.
 
@@ -219,7 +234,7 @@ def replay(
             window.overrides(),
             **{"store.facts_file": str(facts_file) if facts_file else None},
         )
-        t = load_transcript(transcript, input_format, skip_invalid)
+        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
         if not t.turns:
             stderr().print(
                 "[yellow]warning:[/] no user messages, so no turn to replay "
@@ -282,6 +297,8 @@ def diagnose(
     config: ConfigOpt = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Say which memory layer lost a fact, with the evidence chain and the fix.
 
@@ -297,7 +314,7 @@ def diagnose(
         settings = settings_from(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
-        t = load_transcript(transcript, input_format, skip_invalid)
+        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
         if probes:
             if fact or at is not None:
                 raise UsageError(
@@ -395,7 +412,9 @@ def inspect_store(
     epilog=(
         "Examples:\n\n"
         "  memdiag convert locomo10.json -o conv.jsonl\n\n"
-        "  memdiag convert chats.json --from sharegpt > chats.jsonl"
+        "  memdiag convert chats.json --from sharegpt > chats.jsonl\n\n"
+        "  memdiag convert agent.db --session mia-trip > trip.jsonl\n\n"
+        "  memdiag convert conversations.json --conversation 'Lisbon trip' > lisbon.jsonl"
     )
 )
 def convert(
@@ -405,12 +424,14 @@ def convert(
     ] = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Convert any supported transcript format to canonical JSONL."""
     with errors():
         from memdiag.transcript.writer import write_canonical
 
-        t = load_transcript(source, input_format, skip_invalid)
+        t = load_transcript(source, input_format, skip_invalid, session, conversation)
         if out is None:
             write_canonical(t, sys.stdout)
             return

@@ -67,11 +67,27 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval.",
+        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude.",
     ),
 ]
 SkipInvalidOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
+]
+SessionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--session",
+        help="Agents SDK database: the session to read (ID, or all); without it, the "
+        "sessions are listed.",
+    ),
+]
+ConversationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--conversation",
+        help="ChatGPT/Claude.ai export: the conversation to read (ID or title, or all); "
+        "without it, the conversations are listed.",
+    ),
 ]
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
