@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 # --- shared options, declared once ---------------------------------------------------------
 
 TranscriptArg = Annotated[
-    Path, typer.Argument(help="Transcript file: canonical JSONL or a supported format.")
+    Path,
+    typer.Argument(help="Transcript file: canonical JSONL or a supported format; - reads stdin."),
 ]
 ConfigOpt = Annotated[
     Path | None,
@@ -94,7 +95,17 @@ SummarizerOpt = Annotated[
 ]
 HtmlOpt = Annotated[
     Path | None,
-    typer.Option("--html", help="Also write a standalone HTML report to this file."),
+    typer.Option(
+        "--html",
+        help="Also write an interactive HTML report here: one self-contained file (no network) "
+        "with a turn scrubber and each strategy's window at any turn.",
+    ),
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No warnings, progress or notes on stderr; errors still print."
+    ),
 ]
 SummaryMaxOpt = Annotated[
     int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")

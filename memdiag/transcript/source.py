@@ -25,6 +25,7 @@ from memdiag.transcript.blocks import text_of
 from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
 
 MAX_BYTES = 2 * 1024**3
+STDIN = "<stdin>"  # the name of standard input (the path `-`) in errors and reports
 # fields of a message that the canonical reader interprets; any other key is metadata
 MESSAGE_FIELDS = frozenset(
     {
@@ -59,10 +60,7 @@ class Source:
         return InputError(message, path=self.path, line=line)
 
 
-def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
-    """Read a file as one JSON document or as JSON Lines; errors name file and line."""
-    p = Path(path)
-    name = str(path)
+def _read_file(p: Path, name: str) -> tuple[str, bytes]:
     if not p.exists():
         raise InputError("no such file", path=name)
     if p.is_dir():
@@ -71,7 +69,26 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
         raise InputError("file larger than 2 GiB", path=name)
     data = p.read_bytes()
     if data[:4] == b"PK\x03\x04":  # a chat export as downloaded: read its conversations.json
-        name, data = _export_member(p, name)
+        return _export_member(p, name)
+    return name, data
+
+
+def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
+    """Read a file as one JSON document or as JSON Lines; errors name file and line.
+
+    ``-`` reads standard input (named ``<stdin>`` in errors and reports).
+    """
+    p = Path(path)
+    name = str(path)
+    if name == "-":
+        import sys
+
+        name = STDIN
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise InputError("input larger than 2 GiB", path=name)
+    else:
+        name, data = _read_file(p, name)
     if b"\x00" in data[:8192]:
         raise InputError("binary file (NUL bytes), expected UTF-8 JSON or JSON Lines", path=name)
     try:
@@ -104,7 +121,7 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
         try:
             source.records.append((lineno, json.loads(raw)))
         except json.JSONDecodeError as exc:
-            if doc_error is not None and not source.records:
+            if doc_error is not None and not source.records and "\n" in text.strip():
                 # not JSON Lines either: one document cut short or broken (an export)
                 cut = doc_error.pos >= len(text.rstrip()) or doc_error.msg.startswith("Unterm")
                 ends = " (the file ends there: truncated?)" if cut else ""
