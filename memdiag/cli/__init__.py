@@ -194,6 +194,14 @@ def diagnose(
             help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."
         ),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither read nor write the embedding cache of the evidence ranking "
+            "(under the user cache dir, or $MEMDIAG_CACHE_DIR).",
+        ),
+    ] = False,
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
@@ -237,7 +245,7 @@ def diagnose(
             # a trace's own windows are the truth unless a simulated strategy is asked for
             observed = window.strategy in (None, "observed")
             diagnoses = run_diagnose(
-                t, settings, failures, opened, progress=tick, observed=observed
+                t, settings, failures, opened, progress=tick, observed=observed, cache=not no_cache
             )
             store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):

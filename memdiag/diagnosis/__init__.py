@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memdiag.config import Settings
-from memdiag.diagnosis.evidence import search_evidence
+from memdiag.diagnosis.evidence import TOP, EvidenceSearch, rank_failures, search_evidence
 from memdiag.diagnosis.long_term import decide_long_term
 from memdiag.diagnosis.observed import (
     compare_with_store,
@@ -116,21 +116,27 @@ def diagnose(
     what_if: bool = True,
     progress: Callable[[int, int], None] | None = None,
     observed: bool = True,
+    *,
+    cache: bool = True,
 ) -> list[Diagnosis]:
-    """Diagnose each failure; the transcript is counted once for all of them.
+    """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
+    all of them.
 
     ``progress(done, total)`` is called after each failure. With ``observed`` (the default), a
     transcript that recorded its requests (SPEC §2b) is judged from them, and the simulated
-    strategies become the what-if.
+    strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
+    user cache dir.
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
     simulated = settings.strategy not in ("all", "observed")
     strategy = settings.strategy if simulated else "sliding_window"
     observed = observed and bool(transcript.windows)
+    rankings, note = rank_failures(rctx, failures, cache=cache)
     out = []
-    for f in failures:
-        out.append(diagnose_one(rctx, strategy, f, stores, what_if, observed))
+    for f, ranking in zip(failures, rankings, strict=True):
+        search = search_evidence(rctx, f, ranking, note, cache=cache)
+        out.append(diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
         if progress is not None:
             progress(len(out), len(failures))
     return out
@@ -143,19 +149,24 @@ def diagnose_one(
     stores: LongTermStores | None,
     what_if: bool,
     observed: bool = False,
+    search: EvidenceSearch | None = None,
 ) -> Diagnosis:
     t = rctx.transcript
     turn = t.turn(failure.at_turn)
     request = request_for(t, failure.at_turn, failure.marker_id) if observed else None
-    search = search_evidence(rctx, failure)
-    evidence = search.found[:5]
+    if search is None:
+        search = search_evidence(rctx, failure)
+    evidence = search.found[:TOP]
     probe = ProbeInfo.of(failure.probe) if failure.probe is not None else None
-    if not evidence:
+    if not search.decisive:
         searched = f"{turn.user_index + 1} messages before turn {turn.number}"
+        if search.reason:
+            searched += f"; {search.reason}"
         return Diagnosis(
             failure.fact,
             failure.at_turn,
             Verdict.never_stated,
+            evidence=evidence,  # the best candidates, none of them close enough
             details=Details(probe, search.semantic_search, searched),
             fixes=(
                 "Not a memory failure: the fact was never stated before this turn. Check the fact "
@@ -164,14 +175,13 @@ def diagnose_one(
             marker_id=failure.marker_id,
             session=turn.session,
         )
-    same_session = [e for e in search.found if e.session == turn.session]
+    decisive = search.decisive
+    same_session = [e for e in decisive if e.session == turn.session]
     if same_session and request is not None:
-        evidence = tuple(same_session[:5])
         indices = [e.index for e in same_session]
         outcome, seen = decide_observed_short_term(rctx, failure, indices, request, what_if)
         details = Details(probe, search.semantic_search, observed=seen)
     elif same_session:
-        evidence = tuple(same_session[:5])
         outcome, short = decide_short_term(rctx, strategy, failure, what_if)
         details = Details(probe, search.semantic_search, short_term=short)
     else:
@@ -200,8 +210,8 @@ def diagnose_one(
         outcome, long_ = decide_long_term(
             failure.fact,
             query,
-            [e.text for e in evidence],
-            sorted({e.session for e in evidence}),
+            [e.text for e in decisive],
+            sorted({e.session for e in decisive}),
             stores,
             rctx.settings,
             rctx.counter,

@@ -471,6 +471,8 @@ class Diagnosis:
                     "text": e.text,
                     "score": e.score,
                     "method": e.method,
+                    "stated": e.passes,
+                    "scores": dict(e.scores),
                 }
                 for e in self.evidence
             ],

@@ -248,11 +248,12 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         body.append("\n")
         body.append("evidence ", style="dim")
         det = d.details
-        if not d.evidence:
+        stated = any(e.passes for e in d.evidence)
+        if not stated:  # never stated: what was searched, then the nearest candidates
             body.append((det.searched or "none found") + "\n")
         for k, e in enumerate(d.evidence[:3]):
-            if k:
-                body.append("         ")
+            if k or not stated:
+                body.append("nearest  " if not stated and not k else "         ", style="dim")
             body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
             body.append(f"“{_clip(e.text)}”\n", style="italic")
         seen = det.observed
@@ -331,7 +332,7 @@ def _store_lines(det: Details) -> list[tuple[str, object]]:
         if lt.skipped_reason is not None:
             lines.append(("skipped_reason", lt.skipped_reason))
     if det.semantic_search is not None:
-        lines.append(("semantic_search", det.semantic_search))
+        lines.append(("semantic", det.semantic_search))
     return lines
 
 
