@@ -15,7 +15,6 @@ ids of its messages. The file is never written to.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import tempfile
@@ -27,7 +26,7 @@ from typing import Any
 from memdiag.errors import InputError
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.responses_items import Item, read_items
-from memdiag.transcript.source import Choice, Source, bad_at, choose
+from memdiag.transcript.source import Choice, Source, bad_at, choose, json_loads
 
 name = "openai_agents"
 select_flag = "--session"
@@ -159,8 +158,8 @@ def read_path(
         for rowid, data, created in by_session[sid]:
             at = f"{table}[id={rowid}].message_data"
             try:
-                value = json.loads(data)
-            except (TypeError, json.JSONDecodeError) as exc:
+                value = json_loads(data)
+            except (TypeError, ValueError) as exc:  # invalid, or beyond the reader's limits
                 bad_at(source, skip_invalid, at, f"invalid JSON ({exc})")
                 continue
             parsed.append(Item(at, rowid, value))
