@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 import tempfile
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -81,6 +81,35 @@ class Hit:
     document: str | None
     metadata: dict[str, Any]
     collection: str | None = None
+
+
+def _failure(e: BaseException) -> bool:
+    """An error to report as a StoreError: any Exception, and a panic in chromadb's Rust
+    bindings (pyo3's PanicException derives from BaseException: a corrupt SQLite column
+    panics instead of returning an error). KeyboardInterrupt and SystemExit pass through."""
+    return isinstance(e, Exception) or type(e).__name__ == "PanicException"
+
+
+@contextlib.contextmanager
+def _native_stderr_muted() -> Iterator[None]:
+    """Hold what native code writes to fd 2 while chromadb runs: a Rust panic prints its
+    message and a backtrace there before it becomes the one-line StoreError we report."""
+    import os
+    import sys
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2: nothing to keep clean
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _one_line(e: BaseException) -> str:
@@ -161,8 +190,11 @@ class ChromaStore:
         self._collections.clear()
         self._memories.clear()
         if client is not None:
-            with contextlib.suppress(Exception):
+            try:
                 client.close()
+            except BaseException as e:  # a panic while closing a corrupt copy
+                if not _failure(e):
+                    raise
         if self._tempdir is not None:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
@@ -189,10 +221,13 @@ class ChromaStore:
         if self._client is None:
             raise StoreError(f"Chroma store {self.spec} is closed")
         try:
-            return fn()
+            with _native_stderr_muted():
+                return fn()
         except (StoreError, UnavailableError):
             raise
-        except Exception as e:
+        except BaseException as e:
+            if not _failure(e):
+                raise
             raise self._fail(what, e) from None
 
     # -- reading ----------------------------------------------------------------------------
@@ -205,8 +240,11 @@ class ChromaStore:
     def _collection(self, name: str) -> Any:
         if name not in self._collections:
             try:
-                col = self._client.get_collection(name, embedding_function=None)
-            except Exception as e:
+                with _native_stderr_muted():
+                    col = self._client.get_collection(name, embedding_function=None)
+            except BaseException as e:
+                if not _failure(e):
+                    raise
                 if type(e).__name__ == "NotFoundError" or "does not exist" in str(e):
                     names = ", ".join(self.collection_names()) or "none"
                     raise StoreError(
@@ -224,7 +262,9 @@ class ChromaStore:
             self._call(f"cannot read the configuration of {name!r}", lambda: col.configuration_json)
             or {}
         )
-        metadata = dict(col.metadata or {})
+        if not isinstance(config, dict):  # a corrupt configuration_json_str
+            config = {}
+        metadata = dict(col.metadata) if isinstance(col.metadata, dict) else {}
         configured = None
         for index in ("hnsw", "spann"):
             section = config.get(index)
@@ -448,7 +488,9 @@ def _open_server(spec: str) -> ChromaStore:
             settings=Settings(anonymized_telemetry=False),
         )
         client.heartbeat()
-    except Exception as e:
+    except BaseException as e:
+        if not _failure(e):
+            raise
         if _is_connection_error(e) or "Could not connect" in str(e):
             raise UnavailableError(f"Chroma server {spec} unreachable: {_one_line(e)}") from None
         raise StoreError(f"cannot use Chroma server {spec}: {_one_line(e)}") from None
@@ -469,10 +511,13 @@ def _open_directory(spec: str) -> ChromaStore:
         import chromadb
         from chromadb.config import Settings
 
-        client = chromadb.PersistentClient(
-            path=str(copy), settings=Settings(anonymized_telemetry=False, allow_reset=False)
-        )
-    except Exception as e:
+        with _native_stderr_muted():
+            client = chromadb.PersistentClient(
+                path=str(copy), settings=Settings(anonymized_telemetry=False, allow_reset=False)
+            )
+    except BaseException as e:
+        if not _failure(e):
+            raise
         shutil.rmtree(tempdir, ignore_errors=True)
         raise StoreError(
             f"cannot open Chroma store {src} (corrupt or unsupported?): {_one_line(e)}"

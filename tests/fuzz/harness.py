@@ -46,6 +46,9 @@ class Stats:
     inputs: Counter[str] = field(default_factory=Counter)
     exits: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
     tracebacks: list[str] = field(default_factory=list)
+    # exit 2 from the reader boundary's net (a value of a type a format reader did not check):
+    # clean for the user, but a message its format's reader could make precise
+    shape_errors: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class Stats:
             "inputs": dict(self.inputs),
             "exit_codes": {k: {str(c): n for c, n in v.items()} for k, v in self.exits.items()},
             "tracebacks": len(self.tracebacks),
+            "reader_shape_errors": dict(self.shape_errors),
             "traceback_examples": self.tracebacks[:20],
         }
 
@@ -105,6 +109,8 @@ def check_outcome(
 ) -> None:
     STATS.inputs[kind] += 1
     STATS.exits[kind][code] += 1
+    if code == 2 and "a value of another type than the" in stderr:
+        STATS.shape_errors[kind] += 1
     shown = " ".join(a if len(a) < 120 else a[:117] + "..." for a in argv)
     internal = crash or (
         code == 3
@@ -117,6 +123,7 @@ def check_outcome(
     assert code in (0, 1, 2), f"memdiag {shown} exited {code}: {stderr[-2000:]}"
     assert "Traceback (most recent call last)" not in stdout + stderr, stderr[-2000:]
     assert "internal error" not in stderr, stderr[-2000:]
+    assert "panicked at" not in stderr, stderr[-2000:]  # a Rust panic's message and backtrace
     usage = code == 2 and stderr.startswith("Usage: ")
     if usage:  # a flag Typer itself refused: its boxed message, which quotes only argv
         assert len(stderr) <= 3000 + 3 * max(map(len, argv), default=0), stderr[:2000]

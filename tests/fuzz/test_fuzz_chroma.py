@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import FIXTURES, fuzz_settings, run_process
@@ -136,6 +136,10 @@ def test_fuzz_chroma_reader(seed_store: Path) -> None:
     files = sorted(str(p.relative_to(seed_store)) for p in seed_store.rglob("*") if p.is_file())
 
     @fuzz_settings(*N)
+    # found by this target: a TEXT version made chromadb's Rust bindings panic (a
+    # BaseException, once a traceback); a NULL dimension made the reader index a 1-d array
+    @example(changes=[("value", "migrations", "version", "", False)], collection=None)
+    @example(changes=[("value", "collections", "dimension", None, True)], collection="clean")
     @given(
         changes=st.lists(corruption(schema, files), min_size=1, max_size=2),
         collection=st.sampled_from([None, "clean", "dirty"]),

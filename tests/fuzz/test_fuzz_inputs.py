@@ -52,8 +52,15 @@ TRANSCRIPTS = {
     "sharegpt": ("formats/sharegpt.jsonl", True),
     "locomo": ("formats/locomo_sample.json", False),
     "longmemeval": ("formats/longmemeval_sample.json", False),
+    "openai_responses": ("formats/openai_responses/items.json", False),
+    "chatgpt": ("formats/chatgpt/conversations.json", False),
+    "claude": ("formats/claude/conversations.json", False),
+    "otel": ("formats/traces/otel_openai_v2.jsonl", True),
+    "langsmith": ("formats/traces/langsmith_wrap_openai.json", False),
+    "langfuse": ("formats/traces/langfuse_observations.json", False),
+    "letta": ("formats/traces/letta_agent.af", False),
 }
-N = {"transcript": (4, 800), "config": (8, 900), "spec": (6, 900), "facts": (8, 1000)}
+N = {"transcript": (3, 800), "config": (8, 900), "spec": (6, 900), "facts": (8, 1000)}
 N |= {"rules": (6, 700), "flags": (8, 700)}
 
 
@@ -105,6 +112,7 @@ def test_fuzz_transcripts(fmt: str) -> None:
             argv = [f"in{suffix}" if a == "T" else a for a in command]
             argv += ["--skip-invalid"] if skip else []
             argv += ["--from", fmt] if named else []
+            argv += ["--conversation", "all"] if fmt in ("chatgpt", "claude") else []
             run_cli(f"transcript:{fmt}", argv, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)

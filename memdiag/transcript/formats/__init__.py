@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memdiag.errors import InputError, UsageError
+from memdiag.errors import InputError, UsageError, clip
 from memdiag.transcript.formats import (
     anthropic,
     canonical,
@@ -31,6 +31,8 @@ from memdiag.transcript.formats import (
 from memdiag.transcript.formats.base import Format, PathFormat
 from memdiag.transcript.model import RawItem, RawMessage, Transcript, build
 from memdiag.transcript.source import Source, check_tool_calls, read_source
+
+SHAPE_ERROR = "a value of another type than the"
 
 _ALL: tuple[Format, ...] = (
     canonical,
@@ -117,15 +119,23 @@ def load(
         source = read_source(path, skip_invalid)
         name = fmt or detect_format(source)
         reader: Any = FORMATS[name]
-        if hasattr(reader, "select_flag"):  # holds several conversations: choose
-            items = list(reader.read(source, skip_invalid, select=select))
-        elif select is not None:
+        if select is not None and not hasattr(reader, "select_flag"):
             raise UsageError(
                 "--session/--conversation choose among the conversations of an export or an "
                 f"Agents SDK database; a {name} file is read whole"
             )
-        else:
-            items = list(reader.read(source, skip_invalid))
+        try:
+            if hasattr(reader, "select_flag"):  # holds several conversations: choose
+                items = list(reader.read(source, skip_invalid, select=select))
+            else:
+                items = list(reader.read(source, skip_invalid))
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            # a value of a type the reader did not check (a string where an object belongs):
+            # bad input all the same, so exit 2 with one line, never a traceback
+            raise InputError(
+                f"{SHAPE_ERROR} {name} reader expects ({type(exc).__name__}: {clip(exc)})",
+                path=source.path,
+            ) from None
     if not any(isinstance(i, RawMessage) for i in items):
         raise InputError("no messages found", path=source.path)
     for item in items:  # every format: a tool call the counter and writer can read

@@ -162,7 +162,10 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         return False
 
     def thread(run: dict[str, Any]) -> str | None:
-        meta = (run.get("extra") or {}).get("metadata") or {}
+        extra = run.get("extra")
+        meta = extra.get("metadata") if isinstance(extra, dict) else None
+        if not isinstance(meta, dict):
+            return None
         for key in THREAD_KEYS:
             if meta.get(key) is not None:
                 return str(meta[key])
