@@ -117,7 +117,13 @@ def load(
         name = by_path.name
     else:
         source = read_source(path, skip_invalid)
-        name = fmt or detect_format(source)
+        try:
+            name = fmt or detect_format(source)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            raise InputError(
+                f"{SHAPE_ERROR} format detection expects ({type(exc).__name__}: {clip(exc)})",
+                path=source.path,
+            ) from None
         reader: Any = FORMATS[name]
         if select is not None and not hasattr(reader, "select_flag"):
             raise UsageError(
