@@ -300,12 +300,15 @@ def field_for_key(key: str) -> str:
 # --- loading -------------------------------------------------------------------------------
 
 
-def load_rules(path: str | Path) -> tuple[list[Rule], dict[str, FieldSpec]]:
-    """Rules and field specs from a rules YAML file; errors name file and line."""
-    from memdiag.yamlio import line_of, load_yaml, to_dataclass
+def load_rules(path: str | Path, shipped: bool = False) -> tuple[list[Rule], dict[str, FieldSpec]]:
+    """Rules and field specs from a rules YAML file; errors name file and line.
+
+    ``shipped``: memdiag's own file, whose parsed form may come from the user cache.
+    """
+    from memdiag.yamlio import line_of, load_yaml, load_yaml_shipped, to_dataclass
 
     name = str(path)
-    data = load_yaml(path)
+    data = load_yaml_shipped(path) if shipped else load_yaml(path)
     if data is None:
         return [], {}
     parsed = to_dataclass(RulesFile, data, name)
@@ -367,7 +370,7 @@ def _check_rule(rule: Rule, raw: Any, path: str, line: int | None) -> None:
 def _builtin() -> tuple[tuple[Rule, ...], tuple[tuple[str, FieldSpec], ...]]:
     ref = resources.files("memdiag") / "data" / BUILTIN_RULES
     with resources.as_file(ref) as path:
-        rules, fields = load_rules(path)
+        rules, fields = load_rules(path, shipped=True)
     return tuple(rules), tuple(fields.items())
 
 
