@@ -9,8 +9,11 @@ window tokens and misleads the diagnosis, a missed one only leaves the fact to t
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -177,6 +180,33 @@ class Extractor:
             if k in folded:
                 return True
         return False
+
+    def could_match_each(self, texts: Sequence[str]) -> list[bool]:
+        """``could_match`` of every text, from one scan per keyword over all of them.
+
+        The casefolded texts are joined by NUL, which no keyword holds, so a keyword found in
+        the joined string lies inside exactly one text; after a hit the scan resumes at the
+        next text. Same answers as one ``could_match`` call per text.
+        """
+        if self._always or not texts:
+            return [True] * len(texts)
+        folded = [t.casefold() for t in texts]
+        if any("\0" in t for t in folded) or any("\0" in k for k in self._keywords):
+            return [self.could_match(t) for t in texts]
+        joined = "\0".join(folded)
+        starts = list(itertools.accumulate((len(t) + 1 for t in folded[:-1]), initial=0))
+        hit = [False] * len(texts)
+        last = len(texts) - 1
+        find = joined.find
+        for k in self._keywords:
+            pos = find(k)
+            while pos >= 0:
+                n = bisect.bisect_right(starts, pos) - 1
+                hit[n] = True
+                if n == last:
+                    break
+                pos = find(k, starts[n + 1])
+        return hit
 
     def extract(self, text: str) -> list[Extraction]:
         """Every value the rules find in ``text``, deduplicated by (field, value)."""

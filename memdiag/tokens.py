@@ -209,6 +209,12 @@ class TokenCounter:
             cost = self._sections[text] = self.message_cost("system", text)
         return cost
 
+    def remember_section(self, text: str, cost: int) -> None:
+        """Record ``section_cost(text)`` computed by a caller that knows it exactly."""
+        if len(self._sections) >= 8:
+            self._sections.clear()
+        self._sections[text] = cost
+
     def message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
         """Cost of every message, each encoded exactly once (batched)."""
         texts = [_message_text(m) for m in messages]
