@@ -134,7 +134,8 @@ def _baseline(path: str, out: Any) -> None:
 
 
 def _memdiag(path: str, threshold: float, out: Any) -> None:
-    from memdiag.stores.audit import AuditSettings, audit
+    from memdiag.config import AuditSettings
+    from memdiag.stores.audit import audit
     from memdiag.stores.chroma import open_chroma
 
     started = time.perf_counter()

@@ -117,29 +117,11 @@ class Settings:
             top[section] = dataclasses.replace(getattr(self, section), **values)
         return dataclasses.replace(self, **top)
 
-    def audit_settings(self) -> Any:
-        """The store audit's settings (memdiag.stores.audit.AuditSettings) from this config."""
-        # the audit's own dataclass is a superset (paging, block size, a fixed `now` for tests)
-        from memdiag.stores.audit import AuditSettings as StoreAuditSettings
-
-        names = {f.name for f in dataclasses.fields(StoreAuditSettings)}
-        values = {k: v for k, v in dataclasses.asdict(self.audit).items() if k in names}
-        return StoreAuditSettings(**values)
-
     def validate(self) -> Settings:
-        from memdiag.strategies import STRATEGIES
-
+        """Check the values the schema alone can judge; names of strategies and summarizers are
+        checked by their registries (``memdiag.strategies.validate_settings``)."""
         if self.budget is not None and self.budget <= 0:
             raise UsageError(f"budget must be a positive number of tokens, got {self.budget}")
-        if self.strategy != "all" and self.strategy not in STRATEGIES:
-            raise UsageError(
-                f"unknown strategy {self.strategy!r}; choose one of: {', '.join(STRATEGIES)}, all"
-            )
-        if self.summary.summarizer not in ("extractive", "recorded", "llm"):
-            raise UsageError(
-                f"unknown summarizer {self.summary.summarizer!r}; "
-                "choose one of: extractive, recorded, llm"
-            )
         if self.sliding_window.max_turns is not None and self.sliding_window.max_turns < 1:
             raise UsageError("max_turns must be at least 1")
         if self.store.top_k < 1:

@@ -155,7 +155,7 @@ def to_dataclass(cls: type[T], data: Any, path: str, where: str = "") -> T:
         return cls()
     if not isinstance(data, dict):
         raise InputError(
-            f"{where or 'top level'} must be a mapping, got {_kind(data)}",
+            f"{where or 'top level'} must be a mapping, got {kind_of(data)}",
             path=path,
             line=line_of(data),
         )
@@ -190,13 +190,15 @@ def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any
         return to_dataclass(tp, value, path, label)  # type: ignore[arg-type]
     if origin in (list, tuple):
         if not isinstance(value, list):
-            raise InputError(f"{label} must be a list, got {_kind(value)}", path=path, line=line)
+            raise InputError(f"{label} must be a list, got {kind_of(value)}", path=path, line=line)
         (item,) = typing.get_args(tp)[:1] or (Any,)
         items = [_coerce(item, v, path, line, label) for v in value]
         return tuple(items) if origin is tuple else items
     if origin is dict:
         if not isinstance(value, dict):
-            raise InputError(f"{label} must be a mapping, got {_kind(value)}", path=path, line=line)
+            raise InputError(
+                f"{label} must be a mapping, got {kind_of(value)}", path=path, line=line
+            )
         return dict(value)
     if tp is Any:
         return value
@@ -206,7 +208,7 @@ def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any
         raise InputError(f"{label} must be an integer, got a boolean", path=path, line=line)
     if isinstance(tp, type) and not isinstance(value, tp):
         raise InputError(
-            f"{label} must be {_NAMES.get(tp, tp.__name__)}, got {_kind(value)}",
+            f"{label} must be {_NAMES.get(tp, tp.__name__)}, got {kind_of(value)}",
             path=path,
             line=line,
         )
@@ -216,7 +218,7 @@ def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, bool):

@@ -58,3 +58,47 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
         report.outcome = "failed"
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.longrepr = f"skipped, but MEMDIAG_REQUIRE_ALL forbids skips: {reason}"
+
+
+# --- network guard (SPEC §10): the suite may talk to loopback only -------------------------------
+
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+OUTSIDE_ATTEMPTS: list[str] = []
+
+
+def _is_loopback(host: object) -> bool:
+    import ipaddress
+
+    if host is None:
+        return True
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    host = str(host).strip("[]").split("%")[0]
+    if host in _LOOPBACK_NAMES or host == "":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _network_guard(event: str, args: tuple) -> None:  # type: ignore[type-arg]
+    """Refuse any connection or name lookup that is not loopback, and remember it."""
+    if event == "socket.connect":
+        _sock, address = args
+        if not isinstance(address, tuple):  # AF_UNIX paths are local
+            return
+        host = address[0]
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+    else:
+        return
+    if not _is_loopback(host):
+        OUTSIDE_ATTEMPTS.append(f"{event} {host!r}")
+        raise ConnectionRefusedError(f"memdiag tests: no network beyond loopback ({host!r})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import sys
+
+    sys.addaudithook(_network_guard)

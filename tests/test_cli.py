@@ -298,7 +298,7 @@ def test_long_replay_lists_first_and_last_changes_only(tmp_path):
 def test_atomic_open_keeps_the_old_file_when_writing_fails(tmp_path):
     import pytest
 
-    from memdiag.render import atomic_open
+    from memdiag.render.common import atomic_open
 
     out = tmp_path / "sub" / "report.xml"
     with atomic_open(out) as fp:
@@ -308,3 +308,27 @@ def test_atomic_open_keeps_the_old_file_when_writing_fails(tmp_path):
         raise RuntimeError("boom")
     assert out.read_text() == "first"
     assert not (tmp_path / "sub" / "report.xml.tmp").exists()
+
+
+def test_option_groups_expand_into_each_command_that_shares_them():
+    import dataclasses
+
+    import typer.main
+
+    from memdiag.cli.options import StoreFlags, WindowFlags
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for command, group in (
+        ("replay", WindowFlags),
+        ("diagnose", WindowFlags),
+        ("diagnose", StoreFlags),
+        ("inspect-store", StoreFlags),
+    ):
+        params = [p.name for p in commands[command].params]
+        fields = [f.name for f in dataclasses.fields(group)]
+        assert fields == [p for p in params if p in fields], (command, group)  # in order
+    assert "window" not in [p.name for p in commands["replay"].params]
+    # and the group reaches the command: --max-turns caps the window like a config file does
+    r = invoke("replay", DEMO, "--max-turns", "1", "--fact", "allergic to peanuts", "-f", "json")
+    fact = json.loads(r.stdout)["strategies"]["sliding_window"]["facts"][0]
+    assert fact["lost_at_turn"] == 2

@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from memdiag.config import Settings, load_settings
+from memdiag.config import Settings, SummarySettings, load_settings
 from memdiag.errors import InputError, UsageError
+from memdiag.strategies import validate_settings
 from tests.conftest import ROOT
 
 
@@ -63,8 +64,12 @@ def test_flags_override_file(tmp_path):
 def test_validate_rejects_bad_values():
     with pytest.raises(UsageError, match="budget"):
         Settings(budget=0).validate()
-    with pytest.raises(UsageError, match="unknown strategy"):
-        Settings(strategy="lru").validate()
+    with pytest.raises(UsageError, match="unknown strategy 'lru'"):
+        validate_settings(Settings(strategy="lru"))
+    with pytest.raises(UsageError, match="unknown summarizer 'abstractive'"):
+        validate_settings(Settings(summary=SummarySettings(summarizer="abstractive")))
+    # the schema alone does not know the registries' names
+    assert Settings(strategy="lru").validate().strategy == "lru"
 
 
 def test_default_budget_is_context_minus_reserve():

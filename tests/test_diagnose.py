@@ -5,7 +5,7 @@ import json
 import pytest
 
 from memdiag.config import Settings
-from memdiag.diagnose import Failure, diagnose, failures_from, kept_at
+from memdiag.diagnosis import Failure, diagnose, failures_from, kept_at
 from memdiag.errors import UsageError
 from memdiag.replay import prepare
 from memdiag.transcript import load
@@ -13,6 +13,21 @@ from tests.conftest import FIXTURES
 
 DEMO = FIXTURES / "demo.jsonl"
 DEMO_ZH = FIXTURES / "demo_zh.jsonl"
+
+
+def _short(d):
+    assert d.details.short_term is not None
+    return d.details.short_term
+
+
+def _what_if(d):
+    assert _short(d).what_if is not None
+    return _short(d).what_if
+
+
+def _probe(d):
+    assert d.details.probe is not None
+    return d.details.probe
 
 
 def run(path, budget, facts=(), at=None, **over):
@@ -33,7 +48,7 @@ def test_short_term_dropped_with_evidence_and_eviction_turn():
     d = run(DEMO, 400)[0]
     assert d.verdict == "short_term_dropped" and d.layer == "short_term"
     assert d.evidence[0].id == "u1" and d.evidence[0].method == "exact"
-    assert d.details["lost_at_turn"] == 6 and d.details["mechanism"] == "evicted"
+    assert d.details.lost_at_turn == 6 and d.details.mechanism == "evicted"
 
 
 def test_long_term_not_written_without_store():
@@ -46,12 +61,12 @@ def test_long_term_not_written_without_store():
 def test_in_context_when_budget_is_large():
     d = run(DEMO, 5000)[0]
     assert d.verdict == "in_context" and d.layer == "none"
-    assert d.details["kept_by"] == "verbatim"
+    assert d.details.kept_by == "verbatim"
 
 
 def test_never_stated():
     d = run(DEMO, 400, facts=["vegetarian diet"], at=8)[0]
-    assert d.verdict == "never_stated" and d.layer == "none" and d.evidence == []
+    assert d.verdict == "never_stated" and d.layer == "none" and d.evidence == ()
 
 
 def test_fact_after_failure_turn_is_not_evidence():
@@ -63,14 +78,14 @@ def test_fact_after_failure_turn_is_not_evidence():
 def test_chinese_short_and_long_term():
     short, long_ = run(DEMO_ZH, 300)
     assert short.verdict == "short_term_dropped"
-    assert short.evidence[0].id == "u1" and short.details["lost_at_turn"] == 7
+    assert short.evidence[0].id == "u1" and short.details.lost_at_turn == 7
     assert long_.verdict == "long_term_not_written" and long_.evidence[0].id == "u3"
 
 
 def test_what_if_budget_is_exact():
     """Replaying at the suggested budget keeps the fact; one token less loses it."""
     d = run(DEMO, 400)[0]
-    budget = d.details["what_if"]["smallest_sliding_window_budget"]
+    budget = _what_if(d).smallest_sliding_window_budget
     assert budget is not None and budget > 400
     rctx = prepare(load(DEMO), Settings(budget=400))
     assert kept_at(rctx, "sliding_window", d.fact, 8, budget)
@@ -81,7 +96,7 @@ def test_what_if_budget_is_exact():
 def test_what_if_none_when_max_turns_evicts():
     d = run(DEMO, 400, **{"sliding_window.max_turns": 2})[0]
     assert d.verdict == "short_term_dropped"
-    assert d.details["what_if"]["smallest_sliding_window_budget"] is None
+    assert _what_if(d).smallest_sliding_window_budget is None
 
 
 def test_conflict_in_context_flag(tmp_path):
@@ -100,7 +115,7 @@ def test_conflict_in_context_flag(tmp_path):
     t = load(p)
     d = diagnose(t, Settings(budget=1000), failures_from(t))[0]
     assert d.verdict == "in_context"
-    assert "conflict_in_context" in d.flags and d.details["conflicting_ids"] == ["m1"]
+    assert "conflict_in_context" in d.flags and _short(d).conflicting_ids == ("m1",)
 
 
 def test_at_out_of_range_and_no_markers():
@@ -118,19 +133,19 @@ ALLERGY = FIXTURES / "allergy.jsonl"
 def test_summarized_away_by_recorded_summary():
     d = run(ALLERGY, 1500, strategy="summary", **{"summary.summarizer": "recorded"})[0]
     assert d.verdict == "short_term_summarized_away" and d.layer == "short_term"
-    assert d.details["mechanism"] == "summarized_away" and d.details["lost_at_turn"] == 23
-    assert d.details["what_if"]["kept_by_strategy"]["scratchpad"] is True
+    assert d.details.mechanism == "summarized_away" and d.details.lost_at_turn == 23
+    assert _what_if(d).kept_by_strategy["scratchpad"] is True
     assert any("Pin it" in f for f in d.fixes)
 
 
 def test_extractive_summary_keeps_allergy_in_context():
     d = run(ALLERGY, 800, strategy="summary")[0]
-    assert d.verdict == "in_context" and d.details["kept_by"] == "summary"
+    assert d.verdict == "in_context" and d.details.kept_by == "summary"
 
 
 def test_scratchpad_keeps_allergy_pinned():
     d = run(ALLERGY, 800, strategy="scratchpad")[0]
-    assert d.verdict == "in_context" and d.details["kept_by"] == "pinned"
+    assert d.verdict == "in_context" and d.details.kept_by == "pinned"
 
 
 def test_semantic_fallback_finds_a_paraphrase(model_dir):
@@ -140,21 +155,21 @@ def test_semantic_fallback_finds_a_paraphrase(model_dir):
     )
     assert paraphrase.verdict == "short_term_dropped"
     assert paraphrase.evidence[0].id == "u3" and paraphrase.evidence[0].method == "semantic"
-    assert paraphrase.details["lost_at_turn"] == 6  # the replay follows the semantic evidence
+    assert paraphrase.details.lost_at_turn == 6  # the replay follows the semantic evidence
     assert unrelated.verdict == "never_stated"
-    assert "user sentences compared" in unrelated.details["semantic_search"]
+    assert "user sentences compared" in (unrelated.details.semantic_search or "")
 
 
 def test_semantic_fallback_says_why_it_was_skipped(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "none"))
     d = run(DEMO, 400, facts=["vegetarian"], at=8)[0]
     assert d.verdict == "never_stated"
-    assert d.details["semantic_search"].startswith("skipped: ")
-    assert "MEMDIAG_ONNX_MODEL_DIR" in d.details["semantic_search"]
+    assert (d.details.semantic_search or "").startswith("skipped: ")
+    assert "MEMDIAG_ONNX_MODEL_DIR" in (d.details.semantic_search or "")
 
 
 def test_probes_use_the_datasets_evidence():
-    from memdiag.diagnose import failures_from_probes
+    from memdiag.diagnosis import failures_from_probes
 
     t = load(FIXTURES / "formats" / "locomo_sample.json")
     failures, left_out = failures_from_probes(t, str(FIXTURES / "formats" / "locomo_sample.json"))
@@ -165,7 +180,7 @@ def test_probes_use_the_datasets_evidence():
     assert [(e.id, e.method) for e in ds["shellfish"].evidence] == [("D1:3", "given")]
     # ... while the last session's are still in the window
     assert ds["Porto"].verdict == "in_context"
-    assert ds["Porto"].details["probe"]["question"]
+    assert _probe(ds["Porto"]).question
 
 
 def test_probes_cli(tmp_path):
@@ -201,7 +216,7 @@ def test_what_if_budget_is_minimal_even_after_a_huge_first_message(tmp_path):
     t = load(p)
     d = diagnose(t, Settings(budget=40), failures_from(t))[0]
     assert d.verdict == "short_term_dropped"
-    budget = d.details["what_if"]["smallest_sliding_window_budget"]
+    budget = _what_if(d).smallest_sliding_window_budget
     rctx = prepare(t, Settings(budget=40))
     assert budget < 400  # far below the diary's cost
     assert kept_at(rctx, "sliding_window", d.fact, d.at_turn, budget)

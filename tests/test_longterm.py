@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from memdiag.cli import app
 from memdiag.config import Settings
-from memdiag.diagnose import diagnose, failures_from
-from memdiag.longterm import LongTermStores
+from memdiag.diagnosis import diagnose, failures_from
+from memdiag.stores.open import LongTermStores
 from memdiag.transcript import load
 from tests.conftest import FIXTURES
 from tests.test_stores import COSINE, _model_dir_or_skip, build_store
@@ -47,6 +47,12 @@ def agent_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield path
 
 
+def _lt(d):
+    """The long-term part of a diagnosis, with each store check it ran."""
+    assert d.details.long_term is not None
+    return d.details.long_term
+
+
 def run(path: Path, store: Path | None = None, facts: Path | None = None, **store_over):
     t = load(path)
     over = {f"store.{k}": v for k, v in store_over.items()}
@@ -60,14 +66,12 @@ def run(path: Path, store: Path | None = None, facts: Path | None = None, **stor
 
 def test_each_vector_store_verdict(agent_store):
     ds = run(LONGTERM, agent_store, top_k=3)
-    assert ds[5].verdict == "long_term_not_retrieved" and ds[5].details["retrieval"]["rank"] == 4
-    assert ds[6].verdict == "in_context" and ds[6].details["retrieval"]["rank"] == 1
+    assert ds[5].verdict == "long_term_not_retrieved" and _lt(ds[5]).retrieval.rank == 4
+    assert ds[6].verdict == "in_context" and _lt(ds[6]).retrieval.rank == 1
     assert ds[7].verdict == "long_term_stale"
-    stale = ds[7].details["retrieval"]["contradicting"]
-    assert [(s["id"], s["field"], s["value"]) for s in stale] == [
-        ("mem-home-old", "location", "berlin")
-    ]
-    assert ds[8].verdict == "in_context" and ds[8].details["retrieval"]["rank"] == 2
+    stale = _lt(ds[7]).retrieval.contradicting
+    assert [(s.id, s.field, s.value) for s in stale] == [("mem-home-old", "location", "berlin")]
+    assert ds[8].verdict == "in_context" and _lt(ds[8]).retrieval.rank == 2
     assert ds[9].verdict == "long_term_not_written"
     assert {d.layer for t, d in ds.items() if t != 6 and t != 8} == {"long_term"}
     # strong facts kept only in the vector store are flagged
@@ -88,7 +92,7 @@ def test_not_injected_when_injection_budget_cuts(agent_store):
 def test_max_distance_makes_far_hits_not_retrieved(agent_store):
     ds = run(LONGTERM, agent_store, top_k=5, max_distance=0.75)
     assert ds[5].verdict == "long_term_not_retrieved"  # rank 4, distance 0.78
-    assert ds[5].details["retrieval"]["distance"] > 0.75
+    assert _lt(ds[5]).retrieval.distance > 0.75
 
 
 def test_ranks_and_distances_are_chromas_own(agent_store, model_dir, tmp_path, monkeypatch):
@@ -109,11 +113,11 @@ def test_ranks_and_distances_are_chromas_own(agent_store, model_dir, tmp_path, m
         query = t.messages[t.turn(turn).user_index].content
         res = col.query(query_texts=[query], n_results=10)
         ids, dists = res["ids"][0], res["distances"][0]
-        r = ds[turn].details["retrieval"]
-        own = ds[turn].details["vector_store"]["id"]
-        assert ids.index(own) + 1 == r["rank"]
-        assert r["distance"] == pytest.approx(dists[ids.index(own)], abs=1e-5)
-        assert [x["id"] for x in r["top"]] == ids[:3]
+        r = _lt(ds[turn]).retrieval
+        own = _lt(ds[turn]).vector_store.id
+        assert ids.index(own) + 1 == r.rank
+        assert r.distance == pytest.approx(dists[ids.index(own)], abs=1e-5)
+        assert [x.id for x in r.top] == ids[:3]
 
 
 def test_store_is_byte_identical_after_diagnose(agent_store):
@@ -128,9 +132,9 @@ def test_store_is_byte_identical_after_diagnose(agent_store):
 
 def test_facts_file_is_the_profile_layer(tmp_path):
     ds = run(LONGTERM, facts=FIXTURES / "longterm_facts.json")
-    assert ds[5].verdict == "in_context" and ds[5].details["facts_file"]["key"] == "allergy"
+    assert ds[5].verdict == "in_context" and _lt(ds[5]).facts_file.key == "allergy"
     assert ds[7].verdict == "long_term_stale"
-    assert ds[7].details["facts_file"]["match"] == "key_outdated"
+    assert _lt(ds[7]).facts_file.match == "key_outdated"
     assert ds[9].verdict == "long_term_not_written"  # seats: in no store
     cut = run(LONGTERM, facts=FIXTURES / "longterm_facts.json", inject_max_tokens=12)
     assert cut[5].verdict == "long_term_not_injected"
@@ -139,7 +143,7 @@ def test_facts_file_is_the_profile_layer(tmp_path):
 def test_chinese_long_term_cases(agent_store):
     by_facts = run(LONGTERM_ZH, facts=FIXTURES / "longterm_facts_zh.json")
     assert by_facts[2].verdict == "in_context"
-    assert by_facts[2].details["facts_file"]["key"] == "过敏"
+    assert _lt(by_facts[2]).facts_file.key == "过敏"
     not_written = run(LONGTERM_ZH, agent_store)
     assert not_written[2].verdict == "long_term_not_written"
     assert not_written[2].evidence[0].id == "u1" and not_written[2].evidence[0].session == "第一次"
@@ -150,7 +154,7 @@ def test_retrieval_skipped_without_model(agent_store, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
     ds = run(LONGTERM, agent_store, top_k=3)
     assert ds[6].verdict == "long_term_unchecked"
-    assert "MEMDIAG_ONNX_MODEL_DIR" in ds[6].details["skipped_reason"]
+    assert "MEMDIAG_ONNX_MODEL_DIR" in (_lt(ds[6]).skipped_reason or "")
     assert ds[9].verdict == "long_term_not_written"  # lexical search needs no model
 
 

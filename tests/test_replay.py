@@ -114,7 +114,7 @@ def test_json_is_serialisable_and_deltas_small():
 
 
 def test_facts_file_takes_window_room_and_keeps_its_facts(tmp_path):
-    from memdiag.longterm import LongTermStores
+    from memdiag.stores.open import LongTermStores
 
     facts = tmp_path / "facts.json"
     facts.write_text('{"name": "Mia", "allergy": "peanuts"}')

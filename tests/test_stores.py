@@ -1,4 +1,4 @@
-"""Long-term store layer: facts file, Chroma reading (read-only), audit, retrieval (SPEC §6, §7).
+"""Long-term stores: facts file, Chroma reading (read-only), audit, retrieval (SPEC §6, §7).
 
 Stores are built at test time from the readable fixtures in fixtures/memories/ with real chromadb
 and Chroma's real default embedding model (offline copy); nothing of chromadb is mocked.
@@ -17,19 +17,21 @@ from typing import Any
 
 import pytest
 
+from memdiag.config import AuditSettings
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.audit import (
     KINDS,
     SEVERITY,
     AuditReport,
-    AuditSettings,
+    ChromaCollectionSummary,
+    FactsFileSummary,
     audit,
 )
 from memdiag.stores.chroma import open_chroma
 from memdiag.stores.embeddings import resolve_embedding_function
 from memdiag.stores.facts_file import load_facts_file
-from memdiag.stores.layers import assign_layer
-from memdiag.stores.retrieval import find_in_store, retrieve
+from memdiag.stores.retrieval import find_in_store, locate
+from memdiag.stores.tiers import TIERS, assign_tier
 from memdiag.text import as_first_person, normalize_key, same_value
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,24 +256,34 @@ def test_facts_missing_file(tmp_path: Path) -> None:
 
 
 def test_facts_audit_alone() -> None:
-    report = audit(
-        load_facts_file(FIXTURES / "facts_records.json"), None, None, AuditSettings(now=NOW)
-    )
+    report = audit(load_facts_file(FIXTURES / "facts_records.json"), None, None, now=NOW)
     assert planted(report) == {
         ("conflict", frozenset({"facts:User Name", "facts:user_name"})),
         ("stale", frozenset({"facts:city@2", "facts:city"})),
     }
     stale = next(f for f in report.findings if f.kind == "stale")
     assert stale.severity == "info"  # history in a facts file is not read by agents
-    assert report.layers["profile"] == 4  # city, allergy, User Name, user_name
-    assert report.stores[0]["type"] == "facts_file"
+    assert report.tiers["profile"] == 4  # city, allergy, User Name, user_name
+    summary = report.stores[0]
+    assert isinstance(summary, FactsFileSummary) and summary.shape == "records"
+    assert summary.to_dict() == {
+        "type": "facts_file",
+        "location": str(FIXTURES / "facts_records.json"),
+        "shape": "records",
+        "keys": 4,
+        "superseded_values": 1,
+        "normalization_collisions": [
+            {"normalized_key": "user_name", "keys": ["User Name", "user_name"]}
+        ],
+    }
+    assert list(report.to_dict()) == ["stores", "layers", "findings"]  # JSON says "layers"
 
 
-# -- layers and helpers -------------------------------------------------------------------------
+# -- memory tiers (JSON: "layers") and helpers --------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("document", "metadata", "layer"),
+    ("document", "metadata", "tier"),
     [
         ("anything", {"layer": "Episodic Memory"}, "episodic"),
         ("anything", {"type": "summary"}, "session_summary"),
@@ -295,8 +307,9 @@ def test_facts_audit_alone() -> None:
         ("", {}, "semantic"),
     ],
 )
-def test_assign_layer(document: str, metadata: dict[str, Any] | None, layer: str) -> None:
-    assert assign_layer(document, metadata) == layer
+def test_assign_tier(document: str, metadata: dict[str, Any] | None, tier: str) -> None:
+    assert assign_tier(document, metadata) == tier
+    assert tier in TIERS
 
 
 def test_first_person_rewrite_and_values() -> None:
@@ -411,7 +424,7 @@ def test_unreachable_server() -> None:
 
 def test_collections_info(store_dir: Path) -> None:
     with open_chroma(str(store_dir)) as store:
-        infos = {c.name: c for c in store.collections()}
+        infos = {n: store.collection_info(n) for n in store.collection_names()}
     assert set(infos) == {"clean", "dirty", "l2_space"}
     assert infos["dirty"].count == 13 and infos["dirty"].dimension == 384
     assert infos["dirty"].space == "cosine" and infos["l2_space"].space == "l2"
@@ -421,7 +434,8 @@ def test_collections_info(store_dir: Path) -> None:
 def test_records_paged(store_dir: Path) -> None:
     seen: list[tuple[int, int]] = []
     with open_chroma(str(store_dir)) as store:
-        records = store.records("dirty", page_size=4, progress=lambda d, t: seen.append((d, t)))
+        data = store.read("dirty", page_size=4, progress=lambda d, t: seen.append((d, t)))
+    records = data.records()
     assert [r.id for r in records] == [r["id"] for r in load_jsonl("dirty.jsonl")]
     assert records[0].embedding is not None and records[0].embedding.dtype.name == "float32"
     assert records[8].metadata == {"note": "planted record without timestamp or layer"}
@@ -430,7 +444,7 @@ def test_records_paged(store_dir: Path) -> None:
 
 def test_missing_collection(store_dir: Path) -> None:
     with open_chroma(str(store_dir)) as store, pytest.raises(StoreError, match="no collection"):
-        store.records("nope")
+        store.read("nope")
 
 
 def test_audit_dirty_finds_exactly_the_planted_problems(store_dir: Path) -> None:
@@ -442,28 +456,46 @@ def test_audit_dirty_finds_exactly_the_planted_problems(store_dir: Path) -> None
             facts,
             store,
             "dirty",
-            AuditSettings(now=NOW),
+            AuditSettings(),
             progress=lambda d, t: progress.append((d, t)),
+            now=NOW,
         )
     assert tree_digest(store_dir) == before
     assert planted(report) == DIRTY_EXPECTED
     assert {f.severity for f in report.findings if f.kind == "conflict"} == {"error"}
     assert progress and progress[-1][0] == progress[-1][1]
-    assert sum(report.layers.values()) == 13 + 4  # records + facts-file keys (profile)
-    assert report.layers["session_summary"] == 1 and report.layers["procedural"] == 1
-    entry = next(s for s in report.stores if s["type"] == "chroma")
-    assert entry["retrieval_checks"] == "available" and entry["space"] == "cosine"
+    assert sum(report.tiers.values()) == 13 + 4  # records + facts-file keys (profile)
+    assert report.tiers["session_summary"] == 1 and report.tiers["procedural"] == 1
+    entry = next(s for s in report.stores if isinstance(s, ChromaCollectionSummary))
+    assert entry.retrieval_checks == "available" and entry.space == "cosine"
     payload = json.loads(json.dumps(report.to_dict()))
     assert set(payload) == {"stores", "layers", "findings"}
+    assert payload["layers"] == report.tiers
+    expected_entry = {
+        "type": "chroma",
+        "location": str(store_dir),
+        "mode": "directory",
+        "collection": "dirty",
+        "count": 13,
+        "dimension": 384,
+        "space": "cosine",
+        "configured_space": "cosine",
+        "legacy_space": payload["stores"][1]["legacy_space"],
+        "embedding_function": "default",
+        "retrieval_checks": "available",
+        "retrieval_reason": entry.retrieval_reason,
+    }
+    assert payload["stores"][1] == expected_entry
+    assert list(payload["stores"][1]) == list(expected_entry)  # the JSON's key order
     assert {"kind", "severity", "ids", "message"} <= set(payload["findings"][0])
 
 
 def test_audit_clean_has_no_findings(store_dir: Path) -> None:
     facts = load_facts_file(FIXTURES / "facts.json")
     with open_chroma(str(store_dir)) as store:
-        report = audit(facts, store, "clean", AuditSettings(now=NOW))
-    assert report.findings == []
-    assert report.layers == {
+        report = audit(facts, store, "clean", AuditSettings(), now=NOW)
+    assert report.findings == ()
+    assert report.tiers == {
         "profile": 4 + 4,
         "session_summary": 1,
         "episodic": 1,
@@ -474,7 +506,7 @@ def test_audit_clean_has_no_findings(store_dir: Path) -> None:
 
 def test_audit_without_facts_file_flags_every_strong_fact(store_dir: Path) -> None:
     with open_chroma(str(store_dir)) as store:
-        report = audit(None, store, "clean", AuditSettings(now=NOW))
+        report = audit(None, store, "clean", AuditSettings(), now=NOW)
     assert planted(report) == {
         ("strong_fact_in_vector_store", frozenset({"c1"})),  # name
         ("strong_fact_in_vector_store", frozenset({"c3"})),  # units
@@ -483,7 +515,7 @@ def test_audit_without_facts_file_flags_every_strong_fact(store_dir: Path) -> No
 
 def test_audit_stale_by_age(store_dir: Path) -> None:
     with open_chroma(str(store_dir)) as store:
-        report = audit(None, store, "clean", AuditSettings(now=NOW, stale_after_days=45))
+        report = audit(None, store, "clean", AuditSettings(stale_after_days=45), now=NOW)
     stale = [f for f in report.findings if f.kind == "stale"]
     assert [set(f.ids) for f in stale] == [{"c1"}]  # 2026-01-10; c2 and c3 (epoch) are 2026-01-15
 
@@ -491,7 +523,7 @@ def test_audit_stale_by_age(store_dir: Path) -> None:
 def test_l2_collection_gets_distance_metric_finding(store_dir: Path) -> None:
     facts = load_facts_file(FIXTURES / "facts.json")
     with open_chroma(str(store_dir)) as store:
-        report = audit(facts, store, "l2_space", AuditSettings(now=NOW))
+        report = audit(facts, store, "l2_space", AuditSettings(), now=NOW)
     assert [(f.kind, f.ids) for f in report.findings] == [("distance_metric", ())]
     assert "1 - distance" in report.findings[0].message
 
@@ -513,17 +545,17 @@ def test_space_disagreement(tmp_path: Path) -> None:
     client.close()
     with open_chroma(str(path)) as store:
         info = store.collection_info("mixed")
-        report = audit(None, store, "mixed", AuditSettings(now=NOW))
+        report = audit(None, store, "mixed", AuditSettings(), now=NOW)
     if info.configured_space != info.legacy_space:  # chromadb kept both as written
         assert info.space_disagreement
         assert any(f.kind == "distance_metric" and "legacy" in f.message for f in report.findings)
     # chromadb 1.5 reconciles the two itself, so a legacy store (0.4/0.5 era) is the only way
     # to meet a disagreement: check the rule on the CollectionInfo such a store would give
-    from memdiag.stores.audit import _space_findings
+    from memdiag.stores.audit.metric import space_findings
     from memdiag.stores.chroma import CollectionInfo
 
     legacy = CollectionInfo("old", 3, 384, "cosine", None, {}, "l2", "cosine")
-    found = _space_findings(legacy, unit_vectors=True)
+    found = space_findings(legacy, unit_vectors=True)
     assert legacy.space_disagreement
     assert [(f.kind, f.severity) for f in found] == [("distance_metric", "warning")]
     assert "'l2'" in found[0].message and "'cosine'" in found[0].message
@@ -531,12 +563,18 @@ def test_space_disagreement(tmp_path: Path) -> None:
 
 def test_audit_all_collections(store_dir: Path) -> None:
     with open_chroma(str(store_dir)) as store:
-        report = audit(None, store, None, AuditSettings(now=NOW))
-    assert {s["collection"] for s in report.stores} == {"clean", "dirty", "l2_space"}
+        report = audit(None, store, None, AuditSettings(), now=NOW)
+    assert {s.collection for s in report.stores if isinstance(s, ChromaCollectionSummary)} == {
+        "clean",
+        "dirty",
+        "l2_space",
+    }
+    assert len(report.stores) == 3
     assert {f.collection for f in report.findings} == {"clean", "dirty", "l2_space"}
 
 
-def test_retrieve_equals_chroma_query_and_leaves_store_untouched(store_dir: Path) -> None:
+def test_query_equals_chroma_query_and_leaves_store_untouched(store_dir: Path) -> None:
+    """The path diagnose takes: find where the fact is stored, then ask Chroma to retrieve."""
     import chromadb
     from chromadb.config import Settings
     from chromadb.utils.embedding_functions import DefaultEmbeddingFunction, ONNXMiniLM_L6_V2
@@ -544,10 +582,13 @@ def test_retrieve_equals_chroma_query_and_leaves_store_untouched(store_dir: Path
     query = "what food allergies do I have"
     before = tree_digest(store_dir)
     with open_chroma(str(store_dir)) as store:
-        result = retrieve(store, "dirty", query, top_k=5)
+        stored = find_in_store(store, None, "allergic to peanuts")
+        ef, _reason = store.embedding_function(stored[0].collection)
+        hits = store.query(stored[0].collection, query, 5)
     assert tree_digest(store_dir) == before
-    assert result.skipped_reason is None and len(result.hits) == 5
-    assert result.hits[0].id == "d7"
+    assert (stored[0].collection, stored[0].id) == ("dirty", "d7") and ef is not None
+    assert len(hits) == 5 and hits[0].id == "d7"
+    assert {h.collection for h in hits} == {"dirty"}
 
     # An independent client, Chroma embedding the query itself, on a copy of the store.
     copy = store_dir.parent / "independent"
@@ -560,12 +601,12 @@ def test_retrieve_equals_chroma_query_and_leaves_store_untouched(store_dir: Path
         col = client.get_collection("dirty", embedding_function=DefaultEmbeddingFunction())
         ref = col.query(query_texts=[query], n_results=5)
         client.close()
-    assert [h.id for h in result.hits] == ref["ids"][0]
-    assert [h.rank for h in result.hits] == [1, 2, 3, 4, 5]
-    assert [h.distance for h in result.hits] == pytest.approx(ref["distances"][0], abs=1e-6)
+    assert [h.id for h in hits] == ref["ids"][0]
+    assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    assert [h.distance for h in hits] == pytest.approx(ref["distances"][0], abs=1e-6)
 
 
-def test_retrieve_skips_without_embedding_function(tmp_path: Path) -> None:
+def test_query_refused_without_embedding_function(tmp_path: Path) -> None:
     import chromadb
     from chromadb.config import Settings
 
@@ -577,13 +618,17 @@ def test_retrieve_skips_without_embedding_function(tmp_path: Path) -> None:
     col.add(ids=["a"], embeddings=[[0.1, 0.2, 0.3]], documents=["User is allergic to peanuts."])
     client.close()
     with open_chroma(str(path)) as store:
-        result = retrieve(store, "raw", "allergies", top_k=3)
-        found = find_in_store(store, "raw", "allergic to peanuts")
-    assert result.hits == [] and "no persisted embedding function" in (result.skipped_reason or "")
-    assert [r.id for r in found] == ["a"]  # lexical matching needs no model
+        ef, reason = store.embedding_function("raw")
+        with pytest.raises(UnavailableError, match="no persisted embedding function") as err:
+            store.query("raw", "allergies", 3)
+        found = locate(store, "raw", "allergic to peanuts")
+    assert ef is None and "no persisted embedding function" in reason
+    assert "\n" not in str(err.value)
+    assert [m.record.id for m in found] == ["a"]  # lexical matching needs no model
+    assert found[0].method != "semantic"
 
 
-def test_retrieve_skips_when_model_missing(
+def test_query_refused_when_model_missing(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "no-model"))
@@ -591,8 +636,14 @@ def test_retrieve_skips_when_model_missing(
     ef, reason = resolve_embedding_function({"type": "known", "name": "default", "config": {}})
     assert ef is None and "MEMDIAG_ONNX_MODEL_DIR" in reason
     with open_chroma(str(store_dir)) as store:
-        result = retrieve(store, "dirty", "allergies", top_k=3)
-    assert result.hits == [] and "MEMDIAG_ONNX_MODEL_DIR" in (result.skipped_reason or "")
+        ef, reason = store.embedding_function("dirty")
+        with pytest.raises(UnavailableError, match="MEMDIAG_ONNX_MODEL_DIR"):
+            store.query("dirty", "allergies", 3)
+        found = locate(store, "dirty", "allergic to peanuts")
+    assert ef is None and "MEMDIAG_ONNX_MODEL_DIR" in reason
+    # Where the fact is stored is still found, lexically; no similarity is approximated.
+    assert found and found[0].record.id == "d7"
+    assert all(m.method != "semantic" for m in found)
     assert not (tmp_path / ".cache").exists()  # chromadb never tried to download
 
 
@@ -612,3 +663,24 @@ def test_find_in_store(store_dir: Path) -> None:
         assert find_in_store(store, "dirty", "owns a red bicycle") == []
         everywhere = find_in_store(store, None, "User lives in Lisbon")
     assert {(r.collection, r.id) for r in everywhere} >= {("dirty", "d6"), ("clean", "c2")}
+
+
+def test_stores_import_only_downward() -> None:
+    """stores/ sits below diagnosis, checks, replay and rendering, and loads no heavy library."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import memdiag.stores.audit, memdiag.stores.retrieval, memdiag.stores.tiers\n"
+        "import memdiag.stores.chroma, memdiag.stores.neardup, memdiag.stores.embeddings\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
+    upward = ("memdiag.diagnos", "memdiag.longterm", "memdiag.checks", "memdiag.cli")
+    upward += ("memdiag.render", "memdiag.replay", "memdiag.strategies")
+    heavy = ("typer", "rich", "chromadb", "numpy", "onnxruntime")
+    assert [m for m in out if m.startswith(upward)] == []
+    assert [m for m in out if m.split(".")[0] in heavy] == []

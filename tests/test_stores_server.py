@@ -1,4 +1,4 @@
-"""The same audit and retrieval over a Chroma server (``chroma run``) as in embedded mode."""
+"""The same audit, lookup and query over a Chroma server (``chroma run``) as in embedded mode."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from memdiag.stores.audit import AuditSettings, audit
+from memdiag.config import AuditSettings
+from memdiag.stores.audit import ChromaCollectionSummary, audit
 from memdiag.stores.chroma import open_chroma
 from memdiag.stores.facts_file import load_facts_file
-from memdiag.stores.retrieval import retrieve
+from memdiag.stores.retrieval import find_in_store
 
 from .test_stores import (
     COSINE,
@@ -128,30 +129,33 @@ def test_server_audit_equals_embedded(chroma_server: tuple[str, Path]) -> None:
     facts = load_facts_file(FIXTURES / "facts.json")
     with open_chroma(url) as store:
         assert store.collection_names() == ["clean", "dirty"]
-        remote = audit(facts, store, "dirty", AuditSettings(now=NOW))
-        remote_clean = audit(facts, store, "clean", AuditSettings(now=NOW))
+        remote = audit(facts, store, "dirty", AuditSettings(), now=NOW)
+        remote_clean = audit(facts, store, "clean", AuditSettings(), now=NOW)
     # The server owns the directory; an embedded read goes through memdiag's temporary copy.
     with open_chroma(str(path)) as store:
-        local = audit(facts, store, "dirty", AuditSettings(now=NOW))
+        local = audit(facts, store, "dirty", AuditSettings(), now=NOW)
     assert planted(remote) == planted(local) == DIRTY_EXPECTED
     assert [f.message for f in remote.findings] == [f.message for f in local.findings]
-    assert remote.layers == local.layers
-    assert remote_clean.findings == []
-    entry = next(s for s in remote.stores if s["type"] == "chroma")
-    assert entry["mode"] == "server" and entry["location"] == url
+    assert remote.tiers == local.tiers
+    assert remote_clean.findings == ()
+    entry = next(s for s in remote.stores if isinstance(s, ChromaCollectionSummary))
+    assert entry.mode == "server" and entry.location == url
 
 
-def test_server_retrieve_equals_embedded(chroma_server: tuple[str, Path]) -> None:
+def test_server_lookup_and_query_equal_embedded(chroma_server: tuple[str, Path]) -> None:
     url, path = chroma_server
     query = "what food allergies do I have"
     with open_chroma(url) as store:
-        remote = retrieve(store, "dirty", query, top_k=4)
+        remote_stored = find_in_store(store, None, "allergic to peanuts")
+        remote = store.query("dirty", query, 4)
     with open_chroma(str(path)) as store:
-        local = retrieve(store, "dirty", query, top_k=4)
-    assert remote.skipped_reason is None
+        local_stored = find_in_store(store, None, "allergic to peanuts")
+        local = store.query("dirty", query, 4)
+    assert [(r.collection, r.id) for r in remote_stored] == [
+        (r.collection, r.id) for r in local_stored
+    ]
+    assert remote_stored[0].id == "d7"
     # d2 and d3 are planted exact duplicates: equal distances, so either may come first.
-    assert [h.document for h in remote.hits] == [h.document for h in local.hits]
-    assert remote.hits[0].id == local.hits[0].id == "d7"
-    assert [h.distance for h in remote.hits] == pytest.approx(
-        [h.distance for h in local.hits], abs=1e-5
-    )
+    assert [h.document for h in remote] == [h.document for h in local]
+    assert remote[0].id == local[0].id == "d7"
+    assert [h.distance for h in remote] == pytest.approx([h.distance for h in local], abs=1e-5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -10,8 +11,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memdiag.render import gaps_text, plain
+from memdiag.diagnosis.verdicts import Details, Diagnosis
+from memdiag.render.common import gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
+
+if TYPE_CHECKING:
+    from memdiag.checks import CheckReport
+    from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
 
@@ -169,54 +175,45 @@ def render_survival(console: Console, report: ReplayReport) -> None:
 VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}
 
 
-def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[object]) -> None:
-    from memdiag.diagnose import Diagnosis
-
+def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
     for d in diagnoses:
-        assert isinstance(d, Diagnosis)
-        style = VERDICT_STYLE.get(d.layer, "white")
+        style = VERDICT_STYLE.get(d.layer.value, "white")
         body = Text()
         body.append("verdict  ", style="dim")
-        body.append(d.verdict, style=f"bold {style}")
-        body.append(f"   layer {d.layer}", style=style)
+        body.append(d.verdict.value, style=f"bold {style}")
+        body.append(f"   layer {d.layer.value}", style=style)
         if d.flags:
             body.append("   flags " + ", ".join(d.flags), style="magenta")
         body.append("\n")
         body.append("evidence ", style="dim")
+        det = d.details
         if not d.evidence:
-            body.append(d.details.get("searched", "none found") + "\n")
+            body.append((det.searched or "none found") + "\n")
         for k, e in enumerate(d.evidence[:3]):
             if k:
                 body.append("         ")
             body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
             body.append(f"“{_clip(e.text)}”\n", style="italic")
-        det = d.details
-        if det.get("lost_at_turn") is not None:
+        short = det.short_term
+        if short is not None and short.lost_at_turn is not None:
             body.append("lost     ", style="dim")
             body.append(
-                f"turn {det['lost_at_turn']} ({det.get('mechanism')}) under {det.get('strategy')}, "
-                f"budget {det.get('budget')}\n"
+                f"turn {short.lost_at_turn} ({short.mechanism}) under {short.strategy}, "
+                f"budget {short.budget}\n"
             )
-        if "window_tokens" in det:
+        if short is not None:
             body.append("window   ", style="dim")
-            body.append(f"{det['window_tokens']}/{det.get('budget')} tokens at turn {d.at_turn}\n")
-        wi = det.get("what_if")
-        if wi:
+            body.append(f"{short.window_tokens}/{short.budget} tokens at turn {d.at_turn}\n")
+        wi = short.what_if if short is not None else None
+        if wi is not None:
             kept = ", ".join(
-                f"{k} {'keeps' if v else 'loses'}" for k, v in wi["kept_by_strategy"].items()
+                f"{k} {'keeps' if v else 'loses'}" for k, v in wi.kept_by_strategy.items()
             )
             body.append("what-if  ", style="dim")
-            body.append(f"{kept}; smallest sliding budget {wi['smallest_sliding_window_budget']}\n")
-        for key in (
-            "retrieval",
-            "facts_file",
-            "stores_checked",
-            "skipped_reason",
-            "semantic_search",
-        ):
-            if key in det and det[key] not in (None, [], {}):
-                body.append(f"{key:<9}", style="dim")
-                body.append(f"{plain(det[key])}\n")
+            body.append(f"{kept}; smallest sliding budget {wi.smallest_sliding_window_budget}\n")
+        for key, value in _store_lines(det):
+            body.append(f"{key:<9}", style="dim")
+            body.append(f"{plain(value)}\n")
         for fix in d.fixes:
             body.append("fix      ", style="dim")
             body.append(fix + "\n")
@@ -232,8 +229,7 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
         )
     counts: dict[str, int] = {}
     for d in diagnoses:
-        assert isinstance(d, Diagnosis)
-        counts[d.verdict] = counts.get(d.verdict, 0) + 1
+        counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
     console.print(
         Text(
             f"{len(diagnoses)} failure(s) in {transcript}: "
@@ -243,16 +239,31 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[obje
     )
 
 
+def _store_lines(det: Details) -> list[tuple[str, object]]:
+    """What the long-term checks and the semantic search saw, one (label, value) per line."""
+    lt = det.long_term
+    lines: list[tuple[str, object]] = []
+    if lt is not None:
+        if lt.retrieval is not None:
+            lines.append(("retrieval", lt.retrieval.to_dict()))
+        if lt.facts_file is not None:
+            lines.append(("facts_file", lt.facts_file.to_dict()))
+        if lt.stores_checked:
+            lines.append(("stores_checked", list(lt.stores_checked)))
+        if lt.skipped_reason is not None:
+            lines.append(("skipped_reason", lt.skipped_reason))
+    if det.semantic_search is not None:
+        lines.append(("semantic_search", det.semantic_search))
+    return lines
+
+
 def _clip(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def render_checks(console: Console, report: object) -> None:
+def render_checks(console: Console, report: CheckReport) -> None:
     """`memdiag check`: one line per case (✓/✗), each failure explained under its case."""
-    from memdiag.checks import CheckReport
-
-    assert isinstance(report, CheckReport)
     for case in report.cases:
         line = Text()
         if case.passed:
@@ -279,39 +290,38 @@ def render_checks(console: Console, report: object) -> None:
 SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
 
 
-def render_audit(console: Console, report: object) -> None:
-    """Stores, layer counts and findings of `memdiag inspect-store`."""
-    from memdiag.stores.audit import AuditReport
+def render_audit(console: Console, report: AuditReport) -> None:
+    """Stores, layer (memory tier) counts and findings of `memdiag inspect-store`."""
+    from memdiag.stores.audit import FactsFileSummary
 
-    assert isinstance(report, AuditReport)
     stores = Table(title="Stores", title_justify="left")
     for col in ("store", "what", "size", "details"):
         stores.add_column(col, overflow="fold")
     for s in report.stores:
-        if s["type"] == "facts_file":
-            collisions = len(s.get("normalization_collisions", []))
+        if isinstance(s, FactsFileSummary):
+            collisions = len(s.normalization_collisions)
             stores.add_row(
-                Text(s["location"]),
-                f"facts file ({s['shape']})",
-                f"{s['keys']} keys",
-                f"{s['superseded_values']} superseded values, {collisions} key collisions",
+                Text(s.location),
+                f"facts file ({s.shape})",
+                f"{s.keys} keys",
+                f"{s.superseded_values} superseded values, {collisions} key collisions",
             )
         else:
-            ef = s.get("embedding_function") or "none"
-            retrieval = s.get("retrieval_checks")
+            ef = s.embedding_function or "none"
+            retrieval = s.retrieval_checks
             stores.add_row(
-                Text(f"{s['location']} [{s['collection']}]"),
-                f"chroma {s.get('mode', '')}",
-                f"{s['count']} records",
+                Text(f"{s.location} [{s.collection}]"),
+                f"chroma {s.mode}",
+                f"{s.count} records",
                 Text(
-                    f"dim {s.get('dimension')}, space {s.get('space')}, embedding function {ef}, "
+                    f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
                     f"retrieval checks {retrieval}"
-                    + (f" ({s.get('retrieval_reason')})" if retrieval != "available" else "")
+                    + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
                 ),
             )
     console.print(stores)
     console.print(
-        "layers: " + ", ".join(f"{layer} {n}" for layer, n in report.layers.items()), style="bold"
+        "layers: " + ", ".join(f"{tier} {n}" for tier, n in report.tiers.items()), style="bold"
     )
     if not report.findings:
         console.print("No findings: the stores look clean.", style="green bold")

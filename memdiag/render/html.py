@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from memdiag.render import atomic_open, gaps_text, plain
+from memdiag.diagnosis.verdicts import Diagnosis
+from memdiag.render.common import atomic_open, gaps_text, plain
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 SECTION_COLORS = {
@@ -141,11 +142,11 @@ def _details(details: dict[str, Any]) -> str:
     return f"<table>{rows}</table>"
 
 
-def diagnose_html(transcript: str, diagnoses: Sequence[Any]) -> str:
+def diagnose_html(transcript: str, diagnoses: Sequence[Diagnosis]) -> str:
     """One card per failure: verdict, layer, evidence, details and fixes."""
     cards = []
     for d in diagnoses:
-        color = LAYER_COLORS.get(d.layer, "#888")
+        color = LAYER_COLORS.get(d.layer.value, "#888")
         evidence = "".join(
             f"<li><code>{escape(e.id)}</code> turn {e.turn}, session {escape(e.session)}, "
             f"{escape(e.method)} {e.score:.2f}: “{escape(e.text)}”</li>"
@@ -157,9 +158,9 @@ def diagnose_html(transcript: str, diagnoses: Sequence[Any]) -> str:
         cards.append(
             f"<div class='card' style='border-left-color:{color}'>"
             f"<h2>forgot “{escape(d.fact)}” at {where}</h2>"
-            f"<p><b>{escape(d.verdict)}</b> — layer {escape(d.layer)}{flags}</p>"
+            f"<p><b>{escape(d.verdict.value)}</b> — layer {escape(d.layer.value)}{flags}</p>"
             f"<p>evidence</p><ul>{evidence or '<li>none</li>'}</ul>"
-            f"{_details(d.details)}<p>fixes</p><ul>{fixes}</ul></div>"
+            f"{_details(d.details.to_dict())}<p>fixes</p><ul>{fixes}</ul></div>"
         )
     head = f"<p>{escape(transcript)} — {len(diagnoses)} failure(s)</p>"
     return _page("memdiag diagnose", head + "\n".join(cards))

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memdiag.diagnosis.verdicts import Diagnosis
 from memdiag.replay import FactSurvival, StrategyReplay, TurnRecord
+
+if TYPE_CHECKING:
+    from memdiag.checks import CaseResult, CheckReport
 
 
 def dumps(obj: Any) -> str:
@@ -74,47 +78,20 @@ def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
             )
 
 
-def diagnosis_json(d: Any) -> dict[str, Any]:
-    from memdiag.diagnose import Diagnosis
-
-    assert isinstance(d, Diagnosis)
-    return {
-        "fact": d.fact,
-        "at_turn": d.at_turn,
-        "session": d.session,
-        "marker_id": d.marker_id,
-        "verdict": d.verdict,
-        "layer": d.layer,
-        "flags": d.flags,
-        "evidence": [
-            {
-                "id": e.id,
-                "turn": e.turn,
-                "session": e.session,
-                "text": e.text,
-                "score": e.score,
-                "method": e.method,
-            }
-            for e in d.evidence
-        ],
-        "details": d.details,
-        "fixes": d.fixes,
-    }
+def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
+    return d.to_dict()
 
 
-def diagnose_json(transcript: str, diagnoses: Sequence[Any]) -> dict[str, Any]:
+def diagnose_json(transcript: str, diagnoses: Sequence[Diagnosis]) -> dict[str, Any]:
     return {"transcript": transcript, "diagnoses": [diagnosis_json(d) for d in diagnoses]}
 
 
-def check_case_json(case: Any) -> dict[str, Any]:
+def check_case_json(case: CaseResult) -> dict[str, Any]:
     """One case of `check --format json` (also one line of `--format jsonl`).
 
     Durations are left out on purpose: the document is then byte-identical between runs and
     between `--jobs` values, so CI can diff it; JUnit carries the timings.
     """
-    from memdiag.checks import CaseResult
-
-    assert isinstance(case, CaseResult)
     return {
         "name": case.name,
         "passed": case.passed,
@@ -125,11 +102,8 @@ def check_case_json(case: Any) -> dict[str, Any]:
     }
 
 
-def check_json(report: Any) -> dict[str, Any]:
+def check_json(report: CheckReport) -> dict[str, Any]:
     """`check --format json` (SPEC §5): ``{"cases": [...], "passed", "failed"}``."""
-    from memdiag.checks import CheckReport
-
-    assert isinstance(report, CheckReport)
     return {
         "spec": report.spec,
         "cases": [check_case_json(c) for c in report.cases],

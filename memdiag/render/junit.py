@@ -76,7 +76,7 @@ def junit_xml(report: CheckReport) -> ET.ElementTree:
 
 def write_junit(report: CheckReport, path: Path) -> None:
     """Write the JUnit file atomically (a CI step never reads a half-written report)."""
-    from memdiag.render import atomic_open
+    from memdiag.render.common import atomic_open
 
     # atomic_open also creates the folder: `--junit build/report.xml` on a clean tree
     with atomic_open(path, "wb") as fp:

@@ -260,10 +260,6 @@ class ChromaStore:
             legacy_space=legacy,
         )
 
-    def collections(self) -> list[CollectionInfo]:
-        """``CollectionInfo`` of every collection, sorted by name."""
-        return [self.collection_info(n) for n in self.collection_names()]
-
     def read(
         self,
         name: str,
@@ -327,16 +323,6 @@ class ChromaStore:
         if name not in self._read_cache:
             self._read_cache[name] = self.read(name)
         return self._read_cache[name]
-
-    def records(
-        self,
-        name: str,
-        include_embeddings: bool = True,
-        page_size: int = 5000,
-        progress: Progress | None = None,
-    ) -> list[MemoryRecord]:
-        """Every record of ``name`` (see ``read``), one ``MemoryRecord`` each."""
-        return self.read(name, include_embeddings, page_size, progress).records()
 
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
         """The collection's persisted embedding function if it runs offline, else (None, why)."""

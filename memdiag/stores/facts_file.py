@@ -28,6 +28,7 @@ from memdiag.text import normalize_key
 # A facts file is a small profile; anything this big is almost certainly the wrong file.
 MAX_BYTES = 64 * 1024 * 1024
 
+
 def parse_timestamp(value: Any) -> datetime | None:
     """Parse an ISO-8601 string or an epoch number (seconds, or milliseconds) as aware UTC.
 
@@ -176,7 +177,7 @@ def load_facts_file(path: str | Path) -> FactsFile:
 # -- value checks -------------------------------------------------------------------------------
 
 
-def _scalar_text(v: Any) -> str | None:
+def scalar_text(v: Any) -> str | None:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
@@ -187,12 +188,12 @@ def _scalar_text(v: Any) -> str | None:
 
 
 def _value_text(name: str, key: str, v: Any, line: int | None) -> str:
-    text = _scalar_text(v)
+    text = scalar_text(v)
     if text is not None:
         return text
     # A list of scalars is a multi-valued fact ("allergies": ["peanuts", "shellfish"]).
-    if isinstance(v, list) and all(_scalar_text(x) is not None for x in v):
-        return ", ".join(_scalar_text(x) or "" for x in v)
+    if isinstance(v, list) and all(scalar_text(x) is not None for x in v):
+        return ", ".join(scalar_text(x) or "" for x in v)
     kind = "null" if v is None else type(v).__name__
     raise StoreError(
         f"key {key!r}: value is {kind}; expected a string, number, boolean or a list of them",

@@ -1,18 +1,16 @@
-"""Long-term retrieval checks for diagnose (SPEC §7 step 3).
+"""Was a fact written to the vector store? (SPEC §7 step 3, first half.)
 
-- ``find_in_store``: was the fact written? Lexical matching of the fact against every stored
-  document (normalized containment, fuzzy word overlap, CJK n-grams: ``memdiag.facts.match``),
-  plus embedding similarity when the collection's own embedding function runs offline.
-- ``retrieve``: would the query have retrieved it? Chroma's own ``query`` with the collection's
-  own embedding function: its ranks and distances, unchanged. Without an embedding function the
-  check is skipped with the reason, never approximated.
+``find_in_store`` matches the fact lexically against every stored document (normalized
+containment, fuzzy word overlap, CJK n-grams: ``memdiag.facts.match``), plus embedding similarity
+when the collection's own embedding function runs offline. Whether the query would have retrieved
+it is Chroma's own answer: ``ChromaStore.query`` (its ranks and distances, unchanged).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from memdiag.stores.chroma import ChromaStore, Hit, MemoryRecord
+from memdiag.stores.chroma import ChromaStore, MemoryRecord
 
 # all-MiniLM-L6-v2 puts paraphrases of one statement above ~0.7 and unrelated memories below
 # ~0.4; 0.7 keeps "stored" meaning "stored", not "something similar was stored".
@@ -26,15 +24,6 @@ class StoreMatch:
     record: MemoryRecord
     score: float  # 0..1: lexical score or cosine similarity
     method: str  # exact | fuzzy | cjk_ngram | semantic
-
-
-@dataclass(frozen=True)
-class RetrievalResult:
-    """Chroma's answer to the retrieval query, or why the check was skipped."""
-
-    hits: list[Hit] = field(default_factory=list)
-    skipped_reason: str | None = None
-    embedding_function: str | None = None  # what embedded the query
 
 
 def _collections(store: ChromaStore, collection: str | None) -> list[str]:
@@ -88,39 +77,3 @@ def find_in_store(
 ) -> list[MemoryRecord]:
     """Where ``fact_text`` is stored: the matching records, best match first."""
     return [m.record for m in locate(store, collection, fact_text, semantic_threshold)]
-
-
-def retrieve(
-    store: ChromaStore | None,
-    collection: str | None,
-    query_text: str,
-    top_k: int,
-) -> RetrievalResult:
-    """Chroma's own top-k for ``query_text``, embedded with the collection's own function.
-
-    With ``collection=None`` every collection is queried; hits keep each collection's own ranks
-    (``Hit.collection`` says which). Collections whose embedding function cannot run offline are
-    skipped, and ``skipped_reason`` says why; hits are never approximated.
-    """
-    from memdiag.stores.embeddings import embed
-
-    if store is None:
-        return RetrievalResult([], "no vector store configured (--chroma)")
-    hits: list[Hit] = []
-    skipped: list[str] = []
-    used: list[str] = []
-    names = _collections(store, collection)
-    if not names:
-        return RetrievalResult([], f"the store {store.spec} has no collections")
-    for name in names:
-        ef, reason = store.embedding_function(name)
-        if ef is None:
-            skipped.append(f"collection {name!r}: {reason}")
-            continue
-        used.append(reason)
-        hits.extend(store.query_embedding(name, embed(ef, [query_text])[0], top_k))
-    return RetrievalResult(
-        hits,
-        "; ".join(skipped) if skipped else None,
-        "; ".join(dict.fromkeys(used)) or None,
-    )

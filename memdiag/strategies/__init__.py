@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from memdiag.errors import UsageError
 from memdiag.strategies.base import Fit, Strategy, StrategyContext, Unit, WindowView
 
 if TYPE_CHECKING:
@@ -20,13 +21,13 @@ def _sliding(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
 def _summary(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
     from memdiag.strategies.summary import make_summary
 
-    return make_summary(ctx, settings, budget)
+    return make_summary(ctx, budget, settings.summary, settings.llm, settings.scratchpad.rules)
 
 
 def _scratchpad(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
     from memdiag.strategies.scratchpad import make_scratchpad
 
-    return make_scratchpad(ctx, settings, budget)
+    return make_scratchpad(ctx, budget, settings.scratchpad, settings.sliding_window.max_turns)
 
 
 STRATEGIES: dict[str, Callable[[StrategyContext, Settings, int], Strategy]] = {
@@ -36,16 +37,28 @@ STRATEGIES: dict[str, Callable[[StrategyContext, Settings, int], Strategy]] = {
 }
 
 
-def make_strategy(name: str, ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
-    from memdiag.errors import UsageError
+def _unknown_strategy(name: str) -> UsageError:
+    return UsageError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}, all")
 
+
+def make_strategy(name: str, ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    """The strategy ``name`` from the registry; each factory passes on only its own settings."""
     try:
         factory = STRATEGIES[name]
     except KeyError:
-        raise UsageError(
-            f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}, all"
-        ) from None
+        raise _unknown_strategy(name) from None
     return factory(ctx, settings, budget)
+
+
+def validate_settings(settings: Settings) -> Settings:
+    """``settings.validate()`` plus the names only the registries know (strategy, summarizer)."""
+    from memdiag.strategies.summarizers import check_summarizer
+
+    settings.validate()
+    if settings.strategy != "all" and settings.strategy not in STRATEGIES:
+        raise _unknown_strategy(settings.strategy)
+    check_summarizer(settings.summary.summarizer)
+    return settings
 
 
 __all__ = [
@@ -56,4 +69,5 @@ __all__ = [
     "Unit",
     "WindowView",
     "make_strategy",
+    "validate_settings",
 ]

@@ -30,7 +30,7 @@ from memdiag.strategies.base import (
 from memdiag.transcript.model import SummaryEvent
 
 if TYPE_CHECKING:
-    from memdiag.config import Settings
+    from memdiag.config import ScratchpadSettings
     from memdiag.extract import Extractor
 
 PINNED_HEADER = "Pinned facts:"
@@ -205,14 +205,10 @@ class Scratchpad:
         return WindowView(self.queue.indices(), pinned=self.pinned, fields=dict(self._shown))
 
 
-def make_scratchpad(ctx: StrategyContext, settings: Settings, budget: int) -> Scratchpad:
-    """The `scratchpad` strategy configured by ``settings.scratchpad`` and ``sliding_window``."""
+def make_scratchpad(
+    ctx: StrategyContext, budget: int, s: ScratchpadSettings, max_turns: int | None
+) -> Scratchpad:
+    """The `scratchpad` strategy: its own settings and the sliding window's ``max_turns``."""
     from memdiag.extract import load_extractor
 
-    return Scratchpad(
-        ctx,
-        budget,
-        load_extractor(settings.scratchpad.rules),
-        settings.scratchpad.scratchpad_max_tokens,
-        settings.sliding_window.max_turns,
-    )
+    return Scratchpad(ctx, budget, load_extractor(s.rules), s.scratchpad_max_tokens, max_turns)

@@ -29,7 +29,7 @@ from memdiag.errors import UnavailableError, UsageError
 from memdiag.text import CJK, split_sentences_many
 
 if TYPE_CHECKING:
-    from memdiag.config import LLMSettings, Settings
+    from memdiag.config import LLMSettings
     from memdiag.extract import Extractor
     from memdiag.tokens import TokenCounter
 
@@ -494,21 +494,19 @@ class LLMSummarizer:
         raise UnavailableError(f"llm summarizer: cannot reach {self.url}: {last}")
 
 
-SummarizerFactory = Callable[["TokenCounter", "Settings", "Extractor | None"], Summarizer]
+SummarizerFactory = Callable[["TokenCounter", "LLMSettings", "Extractor | None"], Summarizer]
 
 
-def _extractive(
-    counter: TokenCounter, settings: Settings, extractor: Extractor | None
-) -> Summarizer:
+def _extractive(counter: TokenCounter, llm: LLMSettings, extractor: Extractor | None) -> Summarizer:
     return ExtractiveSummarizer(counter, extractor)
 
 
-def _recorded(counter: TokenCounter, settings: Settings, extractor: Extractor | None) -> Summarizer:
+def _recorded(counter: TokenCounter, llm: LLMSettings, extractor: Extractor | None) -> Summarizer:
     return RecordedSummarizer(counter)
 
 
-def _llm(counter: TokenCounter, settings: Settings, extractor: Extractor | None) -> Summarizer:
-    return LLMSummarizer(counter, settings.llm)
+def _llm(counter: TokenCounter, llm: LLMSettings, extractor: Extractor | None) -> Summarizer:
+    return LLMSummarizer(counter, llm)
 
 
 SUMMARIZERS: dict[str, SummarizerFactory] = {
@@ -518,14 +516,18 @@ SUMMARIZERS: dict[str, SummarizerFactory] = {
 }
 
 
-def make_summarizer(
-    name: str, counter: TokenCounter, settings: Settings, extractor: Extractor | None = None
-) -> Summarizer:
-    """The summarizer ``name`` from the registry; UsageError for an unknown name."""
+def check_summarizer(name: str) -> SummarizerFactory:
+    """The registry's factory for ``name``; UsageError for an unknown name."""
     try:
-        factory = SUMMARIZERS[name]
+        return SUMMARIZERS[name]
     except KeyError:
         raise UsageError(
             f"unknown summarizer {name!r}; choose one of: {', '.join(SUMMARIZERS)}"
         ) from None
-    return factory(counter, settings, extractor)
+
+
+def make_summarizer(
+    name: str, counter: TokenCounter, llm: LLMSettings, extractor: Extractor | None = None
+) -> Summarizer:
+    """The summarizer ``name`` from the registry; UsageError for an unknown name."""
+    return check_summarizer(name)(counter, llm, extractor)

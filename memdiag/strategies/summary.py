@@ -21,7 +21,7 @@ from memdiag.strategies.summarizers import Summarizer, make_summarizer
 from memdiag.transcript.model import SummaryEvent
 
 if TYPE_CHECKING:
-    from memdiag.config import Settings
+    from memdiag.config import LLMSettings, SummarySettings
 
 TRIGGER_SHARE = 0.8
 KEEP_RECENT_SHARE = 0.4
@@ -134,13 +134,14 @@ class SummaryStrategy:
         return WindowView(self.queue.indices(), summary=self.summary)
 
 
-def make_summary(ctx: StrategyContext, settings: Settings, budget: int) -> SummaryStrategy:
-    """The `summary` strategy configured by ``settings.summary`` (and ``settings.llm``)."""
+def make_summary(
+    ctx: StrategyContext, budget: int, s: SummarySettings, llm: LLMSettings, rules: str | None
+) -> SummaryStrategy:
+    """The `summary` strategy: its own settings, the LLM endpoint and the extraction rules."""
     from memdiag.extract import load_extractor
 
-    s = settings.summary
-    extractor = load_extractor(settings.scratchpad.rules) if s.summarizer == "extractive" else None
-    summarizer = make_summarizer(s.summarizer, ctx.counter, settings, extractor)
+    extractor = load_extractor(rules) if s.summarizer == "extractive" else None
+    summarizer = make_summarizer(s.summarizer, ctx.counter, llm, extractor)
     return SummaryStrategy(
         ctx, budget, summarizer, s.summary_max_tokens, s.trigger_tokens, s.keep_recent_tokens
     )

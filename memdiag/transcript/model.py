@@ -3,12 +3,15 @@
 Every input format is parsed into a list of :class:`RawMessage` / :class:`RawSummary` /
 :class:`RawSession` records (one per source line or element), and :func:`build` turns that
 stream into an immutable :class:`Transcript` with ids, sessions and turn numbers assigned.
+Benchmark readers (LoCoMo, LongMemEval) put their questions in the same stream, as
+:class:`Probe` items (or :class:`ReadProblem` for items that could not be read): the dataset
+is parsed once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -61,6 +64,41 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class Probe:
+    """A benchmark question (a LoCoMo QA item, a LongMemEval question) over the message ids
+    that the format's reader gives."""
+
+    id: str
+    question: str
+    answer: str | None  # None: an adversarial LoCoMo question without an answer
+    evidence_ids: tuple[str, ...]  # messages holding the answer
+    category: Any  # LoCoMo's category number, LongMemEval's question_type
+    at: int | None  # turn of the question; None: asked after the conversation (LoCoMo)
+    after_turn: int | None = None  # LoCoMo: the last turn of the sample
+    at_id: str | None = None  # LongMemEval: message id of the question
+    sample_id: str | None = None  # LoCoMo
+    adversarial_answer: str | None = None  # LoCoMo
+    unresolved_evidence: tuple[str, ...] = ()  # LoCoMo evidence that names no message
+    evidence_sessions: tuple[str, ...] = ()  # LongMemEval: answer_session_ids
+    question_date: Any = None  # LongMemEval
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in fields(self)
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReadProblem:
+    """Where a strict read stops: a record skipped with --skip-invalid, or a benchmark item
+    that could not be read as a probe."""
+
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Transcript:
     path: str
     format: str
@@ -71,6 +109,8 @@ class Transcript:
     session_ts: dict[str, str] = field(default_factory=dict)
     skipped: int = 0  # lines skipped with --skip-invalid
     warnings: tuple[str, ...] = ()
+    probes: tuple[Probe, ...] = ()  # a benchmark's questions (LoCoMo, LongMemEval)
+    probe_problems: tuple[ReadProblem, ...] = ()  # what keeps the probes from being complete
 
     def message(self, message_id: str) -> Message:
         for m in self.messages:
@@ -83,11 +123,14 @@ class Transcript:
             raise IndexError(number)
         return self.turns[number - 1]
 
-    def session_start_turn(self, session: str) -> int | None:
-        for t in self.turns:
-            if t.session == session:
-                return t.number
-        return None
+    def checked_probes(self) -> tuple[Probe, ...]:
+        """The benchmark's probes; InputError naming the first item that could not be read."""
+        if self.probe_problems:
+            from memdiag.errors import InputError
+
+            first = self.probe_problems[0]
+            raise InputError(first.message, path=self.path, line=first.line)
+        return self.probes
 
 
 # --- the raw stream that format readers produce -------------------------------------------
@@ -122,7 +165,8 @@ class RawSummary:
     line: int = 0
 
 
-RawItem = RawMessage | RawSession | RawSummary
+# a reader may yield the probes of a benchmark, and why some could not be read, along its messages
+RawItem = RawMessage | RawSession | RawSummary | Probe | ReadProblem
 
 DEFAULT_SESSION = "s1"
 
@@ -174,7 +218,15 @@ def build(
         if ts and sid not in session_ts:
             session_ts[sid] = ts
 
+    probes: list[Probe] = []
+    probe_problems: list[ReadProblem] = []
     for item in items:
+        if isinstance(item, Probe):
+            probes.append(item)
+            continue
+        if isinstance(item, ReadProblem):
+            probe_problems.append(item)
+            continue
         if isinstance(item, RawSession):
             enter_session(item.id, item.ts)
             continue
@@ -253,6 +305,8 @@ def build(
         session_ts=session_ts,
         skipped=skipped,
         warnings=tuple(warn),
+        probes=tuple(probes),
+        probe_problems=tuple(probe_problems),
     )
 
 

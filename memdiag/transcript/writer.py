@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from memdiag.transcript.formats import MESSAGE_FIELDS  # metadata keys never written top level
 from memdiag.transcript.model import DEFAULT_SESSION, Message, Transcript
+from memdiag.transcript.source import MESSAGE_FIELDS  # metadata keys never written top level
 
 # json.dumps(ensure_ascii=False) leaves these unescaped, but str.splitlines (and some JSON
 # Lines readers) break lines on them; escaping keeps one record per line

@@ -6,7 +6,6 @@ usage; 3 internal error (one line plus where the traceback was written; --debug 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -14,16 +13,33 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from memdiag import __version__
+from memdiag.cli.options import (
+    AtOpt,
+    ConfigOpt,
+    FactOpt,
+    FactsFileOpt,
+    FormatOpt,
+    FromOpt,
+    HtmlOpt,
+    SkipInvalidOpt,
+    StoreFlags,
+    TopKOpt,
+    TranscriptArg,
+    WindowFlags,
+    option_groups,
+    settings_from,
+)
 from memdiag.errors import MemdiagError
 from memdiag.render import OutputFormat
 
 if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
-    from memdiag.config import Settings
+    from rich.console import Console
+
     from memdiag.transcript import Transcript
 
 app = typer.Typer(
@@ -41,127 +57,13 @@ app = typer.Typer(
 
 _state = {"debug": False}
 
-# --- shared options, declared once ---------------------------------------------------------
-
-TranscriptArg = Annotated[
-    Path, typer.Argument(help="Transcript file: canonical JSONL or a supported format.")
-]
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="YAML config (default: ./memdiag.yaml if present)."),
-]
-FormatOpt = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
-]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option(help="Model name: picks the tiktoken encoding and the default context size."),
-]
-EncodingOpt = Annotated[
-    str | None, typer.Option(help="tiktoken encoding (overrides --model): o200k_base, cl100k_base.")
-]
-BudgetOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="Most tokens the window may hold, all sections together "
-        "(default: context size minus reserve_output)."
-    ),
-]
-StrategyOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--strategy", "-s", help="sliding_window, summary, scratchpad, or all (side by side)."
-    ),
-]
-MaxTurnsOpt = Annotated[
-    int | None, typer.Option(help="Sliding window: keep at most this many recent turns.")
-]
-FactOpt = Annotated[
-    list[str] | None,
-    typer.Option("--fact", help="A fact the agent should remember (repeatable)."),
-]
-FromOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--from",
-        help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval.",
-    ),
-]
-SkipInvalidOpt = Annotated[
-    bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
-]
-SummarizerOpt = Annotated[
-    str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
-]
-HtmlOpt = Annotated[
-    Path | None,
-    typer.Option("--html", help="Also write a standalone HTML report to this file."),
-]
-SummaryMaxOpt = Annotated[
-    int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")
-]
-TriggerOpt = Annotated[
-    int | None, typer.Option(help="Summary: compress when the window passes this many tokens.")
-]
-KeepRecentOpt = Annotated[
-    int | None, typer.Option(help="Summary: tokens kept verbatim after a compression.")
-]
-PinnedMaxOpt = Annotated[
-    int | None, typer.Option(help="Scratchpad: pinned fields never exceed this many tokens.")
-]
-RulesOpt = Annotated[
-    Path | None, typer.Option("--rules", help="Scratchpad: extra extraction rules (YAML).")
-]
-
-
-def strategy_flags(
-    max_turns: int | None,
-    summarizer: str | None,
-    summary_max_tokens: int | None,
-    trigger_tokens: int | None,
-    keep_recent_tokens: int | None,
-    scratchpad_max_tokens: int | None,
-    rules: Path | None,
-) -> dict[str, Any]:
-    """The strategy flags shared by replay and diagnose, as dotted settings overrides."""
-    return {
-        "sliding_window.max_turns": max_turns,
-        "summary.summarizer": summarizer,
-        "summary.summary_max_tokens": summary_max_tokens,
-        "summary.trigger_tokens": trigger_tokens,
-        "summary.keep_recent_tokens": keep_recent_tokens,
-        "scratchpad.scratchpad_max_tokens": scratchpad_max_tokens,
-        "scratchpad.rules": str(rules) if rules else None,
-    }
-
-
-AtOpt = Annotated[
-    int | None, typer.Option("--at", help="Turn at which the agent failed (default: last turn).")
-]
-FactsFileOpt = Annotated[
-    Path | None, typer.Option("--facts-file", help="JSON facts file (profile layer, exact keys).")
-]
-ChromaOpt = Annotated[
-    str | None,
-    typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
-]
-CollectionOpt = Annotated[
-    str | None, typer.Option("--collection", help="Chroma collection (default: all).")
-]
-TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
-
-
-# --- error boundary -------------------------------------------------------------------------
+# --- error boundary and output ---------------------------------------------------------------
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"[red bold]memdiag:[/] {escape(message)}"
-    )
+    stderr().print(f"[red bold]memdiag:[/] {escape(message)}")
     raise typer.Exit(code)
 
 
@@ -193,57 +95,16 @@ def errors() -> Iterator[None]:
         )
 
 
-def stdout() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False)
-
-
-def stderr() -> Any:
+def stderr() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def emit_json(obj: Any) -> None:
-    from memdiag.render.jsonout import dumps
-
-    sys.stdout.write(dumps(obj) + "\n")
-
-
 @contextmanager
-def progress_bar(
-    total: int, label: str, threshold: int = 2000
-) -> Iterator[Callable[[int], None] | None]:
-    """A progress bar on stderr for long runs on a terminal; None otherwise."""
-    if total < threshold or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=stderr(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=total)
-        step = max(1, total // 200)
-
-        def advance(done: int) -> None:
-            if done % step == 0 or done == total:
-                bar.update(task, completed=done)
-
-        yield advance
-
-
-@contextmanager
-def count_progress(
-    label: str, min_total: int = 5000
-) -> Iterator[Callable[[int, int], None] | None]:
-    """A (done, total) progress bar on stderr, shown once a run is large, on a terminal only."""
+def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] | None]:
+    """A (done, total) progress bar on stderr, shown once a run has ``min_total`` steps, on a
+    terminal only (None otherwise)."""
     if not sys.stderr.isatty():
         yield None
         return
@@ -260,16 +121,11 @@ def count_progress(
         task = bar.add_task(label, total=None, visible=False)
 
         def tick(done: int, total: int) -> None:
-            if total >= min_total:
+            # a few hundred redraws at most, however long the run
+            if total >= min_total and (done % max(1, total // 200) == 0 or done == total):
                 bar.update(task, completed=done, total=total, visible=True)
 
         yield tick
-
-
-def settings_from(config: Path | None, **flags: Any) -> Settings:
-    from memdiag.config import load_settings
-
-    return load_settings(config).with_overrides(**flags).validate()
 
 
 def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
@@ -282,6 +138,24 @@ def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcri
     if transcript.skipped:
         err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
     return transcript
+
+
+def fail_on_choices(value: str | None, choices: tuple[str, ...], what: str) -> list[str]:
+    """The comma-separated --fail-on values, each one of ``choices``."""
+    from memdiag.errors import UsageError
+
+    chosen = [x.strip() for x in value.split(",") if x.strip()] if value else []
+    bad = [x for x in chosen if x not in choices]
+    if bad:
+        raise UsageError(f"--fail-on: unknown {what} {bad[0]!r}; choose from {', '.join(choices)}")
+    return chosen
+
+
+def write_html(path: Path, page: str) -> None:
+    from memdiag.render.html import write_html
+
+    write_html(str(path), page)
+    stderr().print(f"wrote HTML report to {path}", markup=False)
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -313,20 +187,11 @@ def main_callback(
         "  memdiag replay chat.jsonl --format json > replay.json"
     )
 )
+@option_groups
 def replay(
     transcript: TranscriptArg,
     fact: FactOpt = None,
-    strategy: StrategyOpt = None,
-    budget: BudgetOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    model: ModelOpt = None,
-    encoding: EncodingOpt = None,
-    summarizer: SummarizerOpt = None,
-    summary_max_tokens: SummaryMaxOpt = None,
-    trigger_tokens: TriggerOpt = None,
-    keep_recent_tokens: KeepRecentOpt = None,
-    scratchpad_max_tokens: PinnedMaxOpt = None,
-    rules: RulesOpt = None,
+    window: WindowFlags = WindowFlags(),
     facts_file: FactsFileOpt = None,
     show: Annotated[
         str, typer.Option(help="Turns to list: changes (default), all, none.")
@@ -345,27 +210,14 @@ def replay(
     with errors():
         from memdiag.errors import UsageError
         from memdiag.replay import run
+        from memdiag.stores.open import profile_memory
 
         if show not in ("changes", "all", "none"):
             raise UsageError(f"--show must be changes, all or none, not {show!r}")
         settings = settings_from(
             config,
-            strategy=strategy,
-            budget=budget,
-            model=model,
-            encoding=encoding,
-            **{
-                **strategy_flags(
-                    max_turns,
-                    summarizer,
-                    summary_max_tokens,
-                    trigger_tokens,
-                    keep_recent_tokens,
-                    scratchpad_max_tokens,
-                    rules,
-                ),
-                "store.facts_file": str(facts_file) if facts_file else None,
-            },
+            window.overrides(),
+            **{"store.facts_file": str(facts_file) if facts_file else None},
         )
         t = load_transcript(transcript, input_format, skip_invalid)
         if not t.turns:
@@ -373,34 +225,17 @@ def replay(
                 "[yellow]warning:[/] no user messages, so no turn to replay "
                 "(a turn starts at a user message)"
             )
-        memory = ("", 0)
-        if settings.store.facts_file:
-            # the profile layer is injected whole at every session start: it takes window room
-            from memdiag.longterm import LongTermStores
-
-            profile = LongTermStores.open(settings.store.facts_file, None, None)
-            memory = profile.profile_section(settings)
+        # the profile layer is injected whole at every session start: it takes window room
+        memory = profile_memory(settings)
         n = len(t.turns) * (3 if settings.strategy == "all" else 1)
-        with progress_bar(n, "replaying") as advance:
+        with progress("replaying", min_total=2000) as tick:
+            advance = (lambda done: tick(done, n)) if tick is not None else None
             report = run(t, settings, fact or (), progress=advance, memory=memory)
-        if output is OutputFormat.json:
-            from memdiag.render.jsonout import replay_json
-
-            emit_json(replay_json(t.path, report.encoding, report.budget, report.results))
-        elif output is OutputFormat.jsonl:
-            from memdiag.render.jsonout import replay_jsonl
-
-            for line in replay_jsonl(report.results):
-                sys.stdout.write(line + "\n")
-        else:
-            from memdiag.render.console import render_replay
-
-            render_replay(stdout(), report, show)
+        output.to_renderer().replay(report, show)
         if html is not None:
-            from memdiag.render.html import replay_html, write_html
+            from memdiag.render.html import replay_html
 
-            write_html(str(html), replay_html(report))
-            stderr().print(f"wrote HTML report to {html}", markup=False)
+            write_html(html, replay_html(report))
 
 
 @app.command(
@@ -412,24 +247,13 @@ def replay(
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
     )
 )
+@option_groups
 def diagnose(
     transcript: TranscriptArg,
     fact: FactOpt = None,
     at: AtOpt = None,
-    strategy: StrategyOpt = None,
-    budget: BudgetOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    model: ModelOpt = None,
-    encoding: EncodingOpt = None,
-    summarizer: SummarizerOpt = None,
-    summary_max_tokens: SummaryMaxOpt = None,
-    trigger_tokens: TriggerOpt = None,
-    keep_recent_tokens: KeepRecentOpt = None,
-    scratchpad_max_tokens: PinnedMaxOpt = None,
-    rules: RulesOpt = None,
-    facts_file: FactsFileOpt = None,
-    chroma: ChromaOpt = None,
-    collection: CollectionOpt = None,
+    window: WindowFlags = WindowFlags(),
+    stores: StoreFlags = StoreFlags(),
     top_k: TopKOpt = None,
     probes: Annotated[
         bool,
@@ -456,37 +280,14 @@ def diagnose(
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
-        from memdiag.diagnose import LAYERS, failures_from, failures_from_probes
-        from memdiag.diagnose import diagnose as run_diagnose
+        from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
+        from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
+        from memdiag.stores.open import LongTermStores
 
-        layers = [x.strip() for x in fail_on.split(",") if x.strip()] if fail_on else []
-        bad = [x for x in layers if x not in LAYERS]
-        if bad:
-            raise UsageError(
-                f"--fail-on: unknown layer {bad[0]!r}; choose from {', '.join(LAYERS)}"
-            )
+        layers = fail_on_choices(fail_on, LAYERS, "layer")
         settings = settings_from(
-            config,
-            strategy=strategy,
-            budget=budget,
-            model=model,
-            encoding=encoding,
-            **{
-                **strategy_flags(
-                    max_turns,
-                    summarizer,
-                    summary_max_tokens,
-                    trigger_tokens,
-                    keep_recent_tokens,
-                    scratchpad_max_tokens,
-                    rules,
-                ),
-                "store.facts_file": str(facts_file) if facts_file else None,
-                "store.chroma": chroma,
-                "store.collection": collection,
-                "store.top_k": top_k,
-            },
+            config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
         t = load_transcript(transcript, input_format, skip_invalid)
         if probes:
@@ -499,30 +300,16 @@ def diagnose(
                 stderr().print(f"{left_out} QA item(s) without an answer (adversarial) left out")
         else:
             failures = failures_from(t, fact or (), at)
-        from memdiag.longterm import LongTermStores
-
         with (
-            LongTermStores.from_settings(settings) as stores,
-            count_progress("diagnosing", min_total=2) as tick,
+            LongTermStores.from_settings(settings) as opened,
+            progress("diagnosing", min_total=2) as tick,
         ):
-            diagnoses = run_diagnose(t, settings, failures, stores, progress=tick)
-        if output is OutputFormat.table:
-            from memdiag.render.console import render_diagnoses
-
-            render_diagnoses(stdout(), t.path, diagnoses)
-        else:
-            from memdiag.render.jsonout import diagnose_json, diagnosis_json
-
-            if output is OutputFormat.json:
-                emit_json(diagnose_json(t.path, diagnoses))
-            else:
-                for d in diagnoses:
-                    sys.stdout.write(json.dumps(diagnosis_json(d), ensure_ascii=False) + "\n")
+            diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+        output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
-            from memdiag.render.html import diagnose_html, write_html
+            from memdiag.render.html import diagnose_html
 
-            write_html(str(html), diagnose_html(t.path, diagnoses))
-            stderr().print(f"wrote HTML report to {html}", markup=False)
+            write_html(html, diagnose_html(t.path, diagnoses))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)
@@ -538,10 +325,9 @@ def diagnose(
         "--fail-on warning"
     ),
 )
+@option_groups
 def inspect_store(
-    facts_file: FactsFileOpt = None,
-    chroma: ChromaOpt = None,
-    collection: CollectionOpt = None,
+    stores: StoreFlags = StoreFlags(),
     threshold: Annotated[
         float | None,
         typer.Option(help="Embedding cosine at or above which two entries are near-duplicates."),
@@ -566,6 +352,7 @@ def inspect_store(
     with errors():
         from memdiag.errors import UsageError
         from memdiag.stores.audit import SEVERITIES, audit
+        from memdiag.stores.open import LongTermStores
 
         if fail_on is not None and fail_on not in SEVERITIES:
             raise UsageError(
@@ -573,31 +360,22 @@ def inspect_store(
             )
         settings = settings_from(
             config,
+            stores.overrides(),
             **{
-                "store.facts_file": str(facts_file) if facts_file else None,
-                "store.chroma": chroma,
-                "store.collection": collection,
                 "audit.near_duplicate_threshold": threshold,
                 "audit.stale_after_days": stale_after_days,
             },
         )
         if not (settings.store.facts_file or settings.store.chroma):
             raise UsageError("nothing to inspect: pass --facts-file FILE and/or --chroma PATH|URL")
-        from memdiag.longterm import LongTermStores
-
-        with LongTermStores.from_settings(settings) as stores, count_progress("auditing") as tick:
+        with (
+            LongTermStores.from_settings(settings) as opened,
+            progress("auditing", min_total=5000) as tick,
+        ):
             report = audit(
-                stores.facts, stores.chroma, stores.collection, settings.audit_settings(), tick
+                opened.facts, opened.chroma, opened.collection, settings.audit, tick
             )
-        if output is OutputFormat.table:
-            from memdiag.render.console import render_audit
-
-            render_audit(stdout(), report)
-        elif output is OutputFormat.json:
-            emit_json(report.to_dict())
-        else:
-            for f in report.findings:
-                sys.stdout.write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
+        output.to_renderer().audit(report)
         if fail_on is not None:
             worst = SEVERITIES.index(fail_on)
             if any(SEVERITIES.index(f.severity) <= worst for f in report.findings):
@@ -628,7 +406,7 @@ def convert(
         if out is None:
             write_canonical(t, sys.stdout)
             return
-        from memdiag.render import atomic_open
+        from memdiag.render.common import atomic_open
 
         with atomic_open(out) as fp:  # never leave a half-written file behind
             write_canonical(t, fp)
@@ -674,25 +452,13 @@ def check(
     with errors():
         from memdiag.checks import check as run_checks
 
-        with count_progress("checking", min_total=2) as tick:
+        with progress("checking", min_total=2) as tick:
             report = run_checks(spec, settings_from(config), jobs, tick)
         if junit is not None:
             from memdiag.render.junit import write_junit
 
             write_junit(report, junit)
-        if output is OutputFormat.json:
-            from memdiag.render.jsonout import check_json
-
-            emit_json(check_json(report))
-        elif output is OutputFormat.jsonl:
-            from memdiag.render.jsonout import check_case_json
-
-            for case in report.cases:
-                sys.stdout.write(json.dumps(check_case_json(case), ensure_ascii=False) + "\n")
-        else:
-            from memdiag.render.console import render_checks
-
-            render_checks(stdout(), report)
+        output.to_renderer().check(report)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             from memdiag.render.junit import github_annotations
 

@@ -1,19 +1,14 @@
-from __future__ import annotations
+"""The canonical JSON Lines reader (SPEC §2) and what build() makes of it."""
 
-import json
+from __future__ import annotations
 
 import pytest
 
 from memdiag.errors import InputError
 from memdiag.transcript import load
-
-
-def write(tmp_path, lines, name="t.jsonl"):
-    p = tmp_path / name
-    p.write_text(
-        "\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8"
-    )
-    return p
+from tests.transcript.common import (
+    write,
+)
 
 
 def test_canonical_sessions_turns_ids(tmp_path):
@@ -75,67 +70,6 @@ def test_bad_records_name_file_line_field(tmp_path, line, message):
         load(p)
     assert str(exc.value).startswith(f"{p}:2: ")
     assert message in str(exc.value)
-
-
-def test_invalid_json_line_and_skip_invalid(tmp_path):
-    p = tmp_path / "t.jsonl"
-    p.write_text(
-        '{"role": "user", "content": "a"}\n'
-        '{"role": "assistant", \n'
-        '{"role": "user", "content": "b"}\n'
-    )
-    with pytest.raises(InputError, match=r"t.jsonl:2: invalid JSON"):
-        load(p)
-    t = load(p, skip_invalid=True)
-    assert t.skipped == 1 and len(t.messages) == 2
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        (b"", "empty file"),
-        (b"\x00\x01\x02binary", "binary"),
-        (b'{"role": "user", "content": "\xff"}', "UTF-8"),
-    ],
-)
-def test_unreadable_files(tmp_path, data, message):
-    p = tmp_path / "x.jsonl"
-    p.write_bytes(data)
-    with pytest.raises(InputError, match=message):
-        load(p)
-
-
-def test_missing_file_and_directory(tmp_path):
-    with pytest.raises(InputError, match="no such file"):
-        load(tmp_path / "nope.jsonl")
-    with pytest.raises(InputError, match="directory"):
-        load(tmp_path)
-
-
-def test_openai_formats(tmp_path):
-    conv = {
-        "messages": [
-            {"role": "system", "content": "s"},
-            {"role": "user", "content": "hi"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "content": "r"},
-        ]
-    }
-    p = write(tmp_path, [conv, conv])
-    t = load(p)
-    assert t.format == "openai"
-    assert len(t.sessions) == 2 and len(t.messages) == 8
-    assert t.messages[2].tool_call_ids == ("c1",)
-    arr = tmp_path / "arr.json"
-    arr.write_text(json.dumps(conv["messages"]))
-    t2 = load(arr)
-    assert t2.format == "openai" and len(t2.messages) == 4 and t2.sessions == ("s1",)
 
 
 def test_duplicate_ids_rejected(tmp_path):

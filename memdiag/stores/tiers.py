@@ -1,6 +1,10 @@
-"""Assigning stored memories to the seed's five layers (SPEC §6).
+"""Assigning stored memories to the seed's five memory tiers (SPEC §6).
 
-Metadata decides when it names a layer (``layer``, ``type``, ``kind``, ``memory_type``,
+SPEC and the JSON output call these the store "layers" (profile, session summary, episodic,
+semantic, procedural); in Python they are *tiers*, so that "layer" keeps one meaning: where a
+diagnosis failed (none, short_term, long_term).
+
+Metadata decides when it names a tier (``layer``, ``type``, ``kind``, ``memory_type``,
 ``category``, with synonyms in English and Chinese); otherwise readable content rules do, in this
 order: session summary, profile, procedural, episodic, and semantic for everything else.
 """
@@ -10,14 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-LAYERS = ("profile", "session_summary", "episodic", "semantic", "procedural")
+MemoryTier = Literal["profile", "session_summary", "episodic", "semantic", "procedural"]
+TIERS: tuple[MemoryTier, ...] = ("profile", "session_summary", "episodic", "semantic", "procedural")
 
-# Checked in this order: `layer` is the most explicit, `category` the vaguest.
-LAYER_KEYS = ("layer", "memory_layer", "memory_type", "type", "kind", "category")
+# Metadata keys that name a tier, checked in this order: `layer` is the most explicit, `category`
+# the vaguest.
+TIER_KEYS = ("layer", "memory_layer", "memory_type", "type", "kind", "category")
 
-SYNONYMS: dict[str, tuple[str, ...]] = {
+SYNONYMS: dict[MemoryTier, tuple[str, ...]] = {
     "profile": (
         "profile",
         "user_profile",
@@ -102,27 +108,27 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
         "规则",
     ),
 }
-_BY_SYNONYM = {s: layer for layer, names in SYNONYMS.items() for s in names}
+_BY_SYNONYM = {s: tier for tier, names in SYNONYMS.items() for s in names}
 
 
 @lru_cache(maxsize=1024)  # label values repeat across a whole collection
 def _normalize_label(value: str) -> str:
     v = re.sub(r"[\s\-]+", "_", value.strip().lower())
-    # "episodic_memory", "semantic memories", "情景记忆" name the layer plus a generic suffix.
+    # "episodic_memory", "semantic memories", "情景记忆" name the tier plus a generic suffix.
     v = re.sub(r"_?(memory|memories|mem)$", "", v)
     return re.sub(r"记忆$", "", v)
 
 
-def layer_from_metadata(metadata: Mapping[str, Any] | None) -> str | None:
-    """The layer named by metadata, or None when no known key holds a known layer name."""
+def tier_from_metadata(metadata: Mapping[str, Any] | None) -> MemoryTier | None:
+    """The tier named by metadata, or None when no known key holds a known tier name."""
     if not metadata:
         return None
-    for key in LAYER_KEYS:
+    for key in TIER_KEYS:
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():
-            layer = _BY_SYNONYM.get(_normalize_label(value))
-            if layer is not None:
-                return layer
+            tier = _BY_SYNONYM.get(_normalize_label(value))
+            if tier is not None:
+                return tier
     return None
 
 
@@ -170,8 +176,8 @@ EPISODIC = _rx(
 )
 
 
-def layer_from_content(document: str | None) -> str:
-    """The layer suggested by the text alone (semantic when no rule matches)."""
+def tier_from_content(document: str | None) -> MemoryTier:
+    """The tier suggested by the text alone (semantic when no rule matches)."""
     text = (document or "").strip()
     if not text:
         return "semantic"
@@ -186,6 +192,6 @@ def layer_from_content(document: str | None) -> str:
     return "semantic"
 
 
-def assign_layer(document: str | None, metadata: Mapping[str, Any] | None) -> str:
-    """One of ``LAYERS``: from metadata when it names a layer, else from content rules."""
-    return layer_from_metadata(metadata) or layer_from_content(document)
+def assign_tier(document: str | None, metadata: Mapping[str, Any] | None) -> MemoryTier:
+    """One of ``TIERS``: from metadata when it names a tier, else from content rules."""
+    return tier_from_metadata(metadata) or tier_from_content(document)

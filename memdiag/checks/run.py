@@ -1,0 +1,366 @@
+"""The runner of `memdiag check`: each case's expectations against replay, diagnose and audit.
+
+Running returns plain frozen result objects; rendering lives in ``memdiag.render``. Cases are
+independent, so ``jobs > 1`` runs them in worker processes with results identical to a serial
+run, in spec order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memdiag.checks.spec import (
+    DIAGNOSIS_KINDS,
+    REPLAY_KINDS,
+    TRANSCRIPT_KINDS,
+    Case,
+    CheckSpec,
+    Expectation,
+    load_spec,
+)
+from memdiag.config import Settings
+from memdiag.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from memdiag.replay import FactSurvival, ReplayContext
+    from memdiag.stores.audit import AuditReport, Finding
+    from memdiag.stores.open import LongTermStores
+    from memdiag.transcript.model import Transcript
+
+MECHANISM_TEXT = {
+    "evicted": "evicted",
+    "summarized_away": "summarized away",
+    "session_end": "session ended",
+    "unpinned": "unpinned",
+}
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The outcome of one case. ``failure_lines[i]`` is the spec line of ``failures[i]``."""
+
+    name: str
+    passed: bool
+    failures: list[str]
+    line: int
+    duration_s: float
+    failure_lines: list[int] = field(default_factory=list)
+    expectations: int = 0
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """All case results in spec order, with the counts of passed and failed cases."""
+
+    cases: list[CaseResult]
+    passed: int
+    failed: int
+    spec: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+class _Outcome:
+    """Failures collected while a case runs, each with its spec line."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.lines: list[int] = []
+
+    def fail(self, line: int, message: str) -> None:
+        self.failures.append(message)
+        self.lines.append(line)
+
+
+def run_case(case: Case, spec_path: str = "") -> CaseResult:
+    """Run one case. Spec errors found only now (a turn past the end) raise InputError."""
+    start = time.perf_counter()
+    out = _Outcome()
+    exps = case.expectations
+    transcript = None
+    stores: LongTermStores | None = None
+    try:
+        if any(e.kind in TRANSCRIPT_KINDS for e in exps):
+            from memdiag.transcript import load
+
+            assert case.transcript is not None
+            transcript = load(case.transcript)
+            if not transcript.turns:
+                raise InputError(
+                    f"case {case.name!r}: {case.transcript} has no user messages, so no turns",
+                    path=spec_path or None,
+                    line=case.line,
+                )
+            s = case.settings.store
+            needs_replay = any(e.kind in REPLAY_KINDS for e in exps)
+            needs_diagnosis = any(e.kind in DIAGNOSIS_KINDS for e in exps)
+            from memdiag.stores.open import LongTermStores, profile_memory
+
+            if needs_diagnosis and (s.facts_file or s.chroma):
+                stores = LongTermStores.from_settings(case.settings)
+            if needs_replay:
+                from memdiag.replay import prepare
+
+                # the facts file is injected whole at session start (SPEC §7), so its tokens
+                # squeeze the window exactly as they do in `diagnose`; kept/lost need only
+                # the profile, not the vector store
+                memory_text, memory_tokens = (
+                    stores.profile_section(case.settings)
+                    if stores is not None
+                    else profile_memory(case.settings)
+                )
+                rctx = prepare(
+                    transcript, case.settings, memory_tokens=memory_tokens, memory_text=memory_text
+                )
+                _check_replay(case, rctx, spec_path, out)
+            if needs_diagnosis:
+                _check_diagnoses(case, transcript, stores, spec_path, out)
+        _check_facts_file(case, out)
+        _check_audit(case, out)
+    finally:
+        if stores is not None:
+            stores.close()
+    # checks run grouped by kind (one replay, one diagnosis pass); report them in spec order
+    ordered = sorted(zip(out.lines, out.failures, strict=True), key=lambda pair: pair[0])
+    return CaseResult(
+        name=case.name,
+        passed=not ordered,
+        failures=[text for _, text in ordered],
+        line=case.line,
+        duration_s=time.perf_counter() - start,
+        failure_lines=[line for line, _ in ordered],
+        expectations=len(exps),
+    )
+
+
+def _turn(e: Expectation, transcript: Transcript, spec_path: str, default: int) -> int:
+    turn = e.at_turn if e.at_turn is not None else default
+    n = len(transcript.turns)
+    if not 1 <= turn <= n:
+        raise InputError(
+            f"at_turn {turn}: {Path(transcript.path).name} has turns 1..{n}",
+            path=spec_path or None,
+            line=e.at_turn_line or e.line,
+        )
+    return turn
+
+
+def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome) -> None:
+    """kept/lost: one replay per (turn) for all facts checked at that turn."""
+    from memdiag.replay import replay
+
+    t = rctx.transcript
+    exps = [e for e in case.expectations if e.kind in REPLAY_KINDS]
+    if not exps:
+        return
+    strategy = case.settings.strategy
+    by_turn: dict[int, list[Expectation]] = {}
+    for e in exps:
+        by_turn.setdefault(_turn(e, t, spec_path, len(t.turns)), []).append(e)
+    verdicts: dict[int, str | None] = {}  # expectation index → failure message
+    for turn, group in by_turn.items():
+        facts = list(dict.fromkeys(e.subject for e in group))
+        survival = {f.fact: f for f in replay(rctx, strategy, facts, until_turn=turn).facts}
+        for e in group:
+            verdicts[id(e)] = _judge_replay(e, survival[e.subject], turn)
+    where = f"under {strategy} (budget {rctx.budget})"
+    for e in exps:
+        message = verdicts[id(e)]
+        if message is not None:
+            turn = e.at_turn if e.at_turn is not None else len(t.turns)
+            what = f"{e.kind} {e.subject!r}" + (f" ({e.kept_by})" if e.kept_by else "")
+            out.fail(e.line, f"{what} at turn {turn} {where}: {message}")
+
+
+def _judge_replay(e: Expectation, s: FactSurvival, turn: int) -> str | None:
+    """None when the expectation holds, else what happened instead."""
+    kept = s.kept_by is not None and s.lost_at_turn is None
+    if s.stated_at_turn is None:
+        # A fact that never reached the window is neither kept nor meaningfully lost: the
+        # expectation is almost certainly a typo, so it fails rather than passing vacuously.
+        return f"never stated up to turn {turn} (no message matches it; check the fact text)"
+    if e.kind == "kept":
+        if not kept:
+            mech = MECHANISM_TEXT.get(s.mechanism or "", s.mechanism or "not kept")
+            if s.lost_at_turn is None:
+                return f"not kept ({mech})"
+            return f"lost at turn {s.lost_at_turn} ({mech})"
+        if e.kept_by is not None and s.kept_by != e.kept_by:
+            return f"kept {s.kept_by}, not {e.kept_by}"
+        return None
+    if kept:
+        return f"still in the window ({s.kept_by}; stated at turn {s.stated_at_turn})"
+    return None
+
+
+def _check_diagnoses(
+    case: Case,
+    transcript: Transcript,
+    stores: LongTermStores | None,
+    spec_path: str,
+    out: _Outcome,
+) -> None:
+    """verdict/in_layer: diagnose the named failures (or every marker) in one pass."""
+    from memdiag.diagnosis import Failure, diagnose, marker_failures
+
+    exps = [e for e in case.expectations if e.kind in DIAGNOSIS_KINDS]
+    if not exps:
+        return
+    markers = marker_failures(transcript)
+    plan: list[tuple[Expectation, list[Failure]]] = []
+    for e in exps:
+        if e.fact is None:
+            if not markers:
+                raise InputError(
+                    f"'{e.kind}' without fact: checks `forgot` markers, and "
+                    f"{Path(transcript.path).name} has none; add fact: (and at_turn:)",
+                    path=spec_path or None,
+                    line=e.line,
+                )
+            plan.append((e, markers))
+        elif e.at_turn is None and (
+            same := [f for f in markers if f.fact.casefold().strip() == e.fact.casefold().strip()]
+        ):
+            plan.append((e, same))  # fact: of a marked failure → that marker's turn
+        else:
+            turn = _turn(e, transcript, spec_path, len(transcript.turns))
+            plan.append((e, [Failure(e.fact, turn)]))
+    unique = list(dict.fromkeys(f for _, fs in plan for f in fs))
+    diagnoses = diagnose(transcript, case.settings, unique, stores, what_if=False)
+    results = dict(zip(unique, diagnoses, strict=True))
+    for e, failures in plan:
+        for f in failures:
+            d = results[f]
+            got = d.verdict.value if e.kind == "verdict" else d.layer.value
+            if got == e.subject:
+                continue
+            where = f"turn {f.at_turn}" + (f" ({f.marker_id})" if f.marker_id else "")
+            detail = f"got {d.verdict.value} (layer {d.layer.value})"
+            det = d.details
+            if det.lost_at_turn is not None:
+                mech = det.mechanism or "evicted"
+                mech = MECHANISM_TEXT.get(mech, mech)
+                detail += f", lost at turn {det.lost_at_turn} ({mech})"
+            elif det.kept_by:
+                detail += f", kept {det.kept_by}"
+            out.fail(e.line, f"{e.kind} {e.subject} for {f.fact!r} at {where}: {detail}")
+
+
+def _check_facts_file(case: Case, out: _Outcome) -> None:
+    exps = [e for e in case.expectations if e.kind == "fact_key"]
+    if not exps:
+        return
+    from memdiag.stores.facts_file import load_facts_file
+
+    assert case.settings.store.facts_file is not None
+    facts = load_facts_file(case.settings.store.facts_file)
+    name = Path(facts.path).name
+    for e in exps:
+        entry = facts.lookup(e.subject)
+        what = f"fact_key {e.subject!r}" + (f" equals {e.equals!r}" if e.equals is not None else "")
+        if entry is None:
+            keys = ", ".join(list(facts.as_dict())[:10]) or "none"
+            out.fail(e.line, f"{what}: no such key in {name} (keys: {keys})")
+        elif e.equals is not None and entry.value != e.equals:
+            at = f" (line {entry.line})" if entry.line else ""
+            out.fail(e.line, f"{what}: {name} has {entry.key!r} = {entry.value!r}{at}")
+
+
+def _check_audit(case: Case, out: _Outcome) -> None:
+    exps = [e for e in case.expectations if e.kind == "max_findings"]
+    if not exps:
+        return
+    report = _audit(case.settings)
+    by_kind: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        by_kind.setdefault(finding.kind, []).append(finding)
+    for e in exps:
+        for kind, limit in e.limits:
+            found = by_kind.get(kind, [])
+            if len(found) <= limit:
+                continue
+            shown = "; ".join(_finding_text(f) for f in found[:3])
+            more = f"; … (+{len(found) - 3})" if len(found) > 3 else ""
+            out.fail(e.line, f"max_findings {kind} ≤ {limit}: found {len(found)}: {shown}{more}")
+
+
+def _finding_text(f: Finding) -> str:
+    ids = ", ".join(str(i) for i in list(f.ids)[:4])
+    return f"{f.message}" + (f" [{ids}]" if ids else "")
+
+
+def _audit(settings: Settings) -> AuditReport:
+    """Audit the case's facts file and/or Chroma store (read-only, as inspect-store does)."""
+    from memdiag.stores.audit import audit
+    from memdiag.stores.open import LongTermStores
+
+    with LongTermStores.from_settings(settings) as stores:
+        return audit(stores.facts, stores.chroma, stores.collection, settings.audit)
+
+
+def _run_indexed(args: tuple[Case, str]) -> CaseResult:
+    # Top-level so worker processes can unpickle it by reference.
+    return run_case(*args)
+
+
+def run_checks(
+    spec: CheckSpec, jobs: int = 1, progress: Callable[[int], None] | None = None
+) -> CheckReport:
+    """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way.
+
+    ``progress(done)`` is called as cases finish (in order).
+    """
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    work = [(c, spec.path) for c in spec.cases]
+    workers = min(jobs, len(work))
+    results: list[CaseResult] = []
+    if workers <= 1:
+        for w in work:
+            results.append(_run_indexed(w))
+            if progress is not None:
+                progress(len(results))
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: a forked child would inherit chromadb/tokenizer threads and locks
+        # mid-state; workers import memdiag afresh, so results match a serial run exactly.
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # map() yields in submission order and re-raises a case's error at its position, so
+            # the first error reported is the one a serial run would have stopped at.
+            for result in pool.map(_run_indexed, work):
+                results.append(result)
+                if progress is not None:
+                    progress(len(results))
+    passed = sum(1 for r in results if r.passed)
+    return CheckReport(results, passed, len(results) - passed, spec.path)
+
+
+def check(
+    path: str | Path,
+    base: Settings | None = None,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Load, validate and run a check spec (the core of `memdiag check`).
+
+    ``progress(done, total)`` is called as cases finish.
+    """
+    spec = load_spec(path, base)
+    total = len(spec.cases)
+    tick = None if progress is None else (lambda done: progress(done, total))
+    return run_checks(spec, jobs, tick)

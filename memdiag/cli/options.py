@@ -1,0 +1,210 @@
+"""The command-line options, declared once, and the option groups commands share.
+
+:class:`WindowFlags` (replay, diagnose) and :class:`StoreFlags` (diagnose, inspect-store) are
+dataclasses of Annotated options; a command takes one parameter of the group's type and
+:func:`option_groups` expands it into the options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from memdiag.render import OutputFormat
+
+if TYPE_CHECKING:
+    from memdiag.config import Settings
+
+# --- shared options, declared once ---------------------------------------------------------
+
+TranscriptArg = Annotated[
+    Path, typer.Argument(help="Transcript file: canonical JSONL or a supported format.")
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="YAML config (default: ./memdiag.yaml if present)."),
+]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Model name: picks the tiktoken encoding and the default context size."),
+]
+EncodingOpt = Annotated[
+    str | None, typer.Option(help="tiktoken encoding (overrides --model): o200k_base, cl100k_base.")
+]
+BudgetOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Most tokens the window may hold, all sections together "
+        "(default: context size minus reserve_output)."
+    ),
+]
+StrategyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--strategy", "-s", help="sliding_window, summary, scratchpad, or all (side by side)."
+    ),
+]
+MaxTurnsOpt = Annotated[
+    int | None, typer.Option(help="Sliding window: keep at most this many recent turns.")
+]
+FactOpt = Annotated[
+    list[str] | None,
+    typer.Option("--fact", help="A fact the agent should remember (repeatable)."),
+]
+FromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
+        "sharegpt, locomo, longmemeval.",
+    ),
+]
+SkipInvalidOpt = Annotated[
+    bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
+]
+SummarizerOpt = Annotated[
+    str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
+]
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option("--html", help="Also write a standalone HTML report to this file."),
+]
+SummaryMaxOpt = Annotated[
+    int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")
+]
+TriggerOpt = Annotated[
+    int | None, typer.Option(help="Summary: compress when the window passes this many tokens.")
+]
+KeepRecentOpt = Annotated[
+    int | None, typer.Option(help="Summary: tokens kept verbatim after a compression.")
+]
+PinnedMaxOpt = Annotated[
+    int | None, typer.Option(help="Scratchpad: pinned fields never exceed this many tokens.")
+]
+RulesOpt = Annotated[
+    Path | None, typer.Option("--rules", help="Scratchpad: extra extraction rules (YAML).")
+]
+
+AtOpt = Annotated[
+    int | None, typer.Option("--at", help="Turn at which the agent failed (default: last turn).")
+]
+FactsFileOpt = Annotated[
+    Path | None, typer.Option("--facts-file", help="JSON facts file (profile layer, exact keys).")
+]
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
+]
+CollectionOpt = Annotated[
+    str | None, typer.Option("--collection", help="Chroma collection (default: all).")
+]
+TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
+
+
+@dataclass(frozen=True)
+class WindowFlags:
+    """The window flags replay and diagnose share: strategy, budget, model and strategy options.
+
+    A command declares one parameter of this type; :func:`option_groups` turns it into these
+    options (in this order) and hands the command the parsed group.
+    """
+
+    strategy: StrategyOpt = None
+    budget: BudgetOpt = None
+    max_turns: MaxTurnsOpt = None
+    model: ModelOpt = None
+    encoding: EncodingOpt = None
+    summarizer: SummarizerOpt = None
+    summary_max_tokens: SummaryMaxOpt = None
+    trigger_tokens: TriggerOpt = None
+    keep_recent_tokens: KeepRecentOpt = None
+    scratchpad_max_tokens: PinnedMaxOpt = None
+    rules: RulesOpt = None
+
+    def overrides(self) -> dict[str, Any]:
+        """As dotted settings overrides (None: keep the config file's value)."""
+        return {
+            "strategy": self.strategy,
+            "budget": self.budget,
+            "model": self.model,
+            "encoding": self.encoding,
+            "sliding_window.max_turns": self.max_turns,
+            "summary.summarizer": self.summarizer,
+            "summary.summary_max_tokens": self.summary_max_tokens,
+            "summary.trigger_tokens": self.trigger_tokens,
+            "summary.keep_recent_tokens": self.keep_recent_tokens,
+            "scratchpad.scratchpad_max_tokens": self.scratchpad_max_tokens,
+            "scratchpad.rules": str(self.rules) if self.rules else None,
+        }
+
+
+@dataclass(frozen=True)
+class StoreFlags:
+    """The long-term store flags diagnose and inspect-store share."""
+
+    facts_file: FactsFileOpt = None
+    chroma: ChromaOpt = None
+    collection: CollectionOpt = None
+
+    def overrides(self) -> dict[str, Any]:
+        return {
+            "store.facts_file": str(self.facts_file) if self.facts_file else None,
+            "store.chroma": self.chroma,
+            "store.collection": self.collection,
+        }
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def option_groups(fn: F) -> F:
+    """Expand each parameter typed as an option group (a dataclass of Annotated options) into
+    its options, in place; the command receives the group built from them."""
+    sig = inspect.signature(fn, eval_str=True)
+    params: list[inspect.Parameter] = []
+    groups: dict[str, tuple[type, list[str]]] = {}
+    for p in sig.parameters.values():
+        group = p.annotation
+        if not (isinstance(group, type) and dataclasses.is_dataclass(group)):
+            params.append(p)
+            continue
+        hints = typing.get_type_hints(group, include_extras=True)
+        names = [f.name for f in dataclasses.fields(group)]
+        params.extend(
+            inspect.Parameter(f.name, p.kind, default=f.default, annotation=hints[f.name])
+            for f in dataclasses.fields(group)
+        )
+        groups[p.name] = (group, names)
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        for name, (group, names) in groups.items():
+            kwargs[name] = group(**{n: kwargs.pop(n) for n in names})
+        return fn(**kwargs)
+
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command  # type: ignore[return-value]
+
+
+def settings_from(config: Path | None, *groups: dict[str, Any], **flags: Any) -> Settings:
+    """The config file's settings (./memdiag.yaml by default) with the flags given on top."""
+    from memdiag.config import load_settings
+    from memdiag.strategies import validate_settings
+
+    overrides: dict[str, Any] = {}
+    for g in groups:
+        overrides.update(g)
+    overrides.update(flags)
+    return validate_settings(load_settings(config).with_overrides(**overrides))

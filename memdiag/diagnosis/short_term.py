@@ -1,0 +1,154 @@
+"""Step 2 of SPEC §7: the fact was stated in T's session, so replay the strategy to T.
+
+``in_context`` / ``short_term_dropped`` / ``short_term_summarized_away``, plus a what-if over
+strategies and the smallest sliding-window budget that keeps the fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from memdiag.diagnosis.verdicts import Failure, Outcome, ShortTermDetails, Verdict, WhatIf
+from memdiag.replay import ReplayContext, replay
+from memdiag.strategies import WindowView
+
+
+def decide_short_term(
+    rctx: ReplayContext, strategy: str, failure: Failure, what_if: bool
+) -> tuple[Outcome, ShortTermDetails]:
+    """Replay ``strategy`` to the failure turn: was the fact in the window, and if not, why?"""
+    # the evidence is in the failure's session: replaying that session alone gives the same window
+    res = replay(
+        rctx, strategy, [failure.fact], until_turn=failure.at_turn, from_session_of=failure.at_turn
+    )
+    survival = res.facts[0]
+    last = res.turns[-1]
+    base = ShortTermDetails(
+        strategy, rctx.budget, last.tokens["total"], dict(last.tokens), survival.stated_at_turn
+    )
+    if survival.lost_at_turn is None and survival.kept_by is not None:
+        conflicts = tuple(conflicts_in_window(rctx, res.final, failure.fact))
+        kept = replace(base, kept_by=survival.kept_by, conflicting_ids=conflicts)
+        flags = ("conflict_in_context",) if conflicts else ()
+        return Outcome(Verdict.in_context, fixes_in_context(failure.at_turn, kept), flags), kept
+    verdict = (
+        Verdict.short_term_summarized_away
+        if survival.mechanism == "summarized_away"
+        else Verdict.short_term_dropped
+    )
+    lost = replace(
+        base,
+        lost_at_turn=survival.lost_at_turn,
+        mechanism=survival.mechanism,
+        what_if=what_if_short_term(rctx, failure) if what_if else None,
+    )
+    return Outcome(verdict, fixes_short_term(verdict, lost)), lost
+
+
+def kept_at(
+    rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
+) -> bool:
+    """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
+    if budget is not None and budget != rctx.budget:
+        rctx = rctx.with_budget(budget)
+    s = replay(rctx, strategy, [fact], until_turn=turn, from_session_of=turn).facts[0]
+    return s.kept_by is not None and s.lost_at_turn is None
+
+
+def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
+    """The smallest budget at which the sliding window keeps ``fact`` at ``turn`` (searched).
+
+    Kept-ness is monotone in the budget for the sliding window (the window is always a suffix of
+    the session's messages, longer with a larger budget), so a binary search is exact. None when
+    no budget keeps it (e.g. max_turns evicts it first).
+    """
+    # everything fits in `hi`; `lo` = 1 keeps the search exact whatever the message sizes (a
+    # bound taken from some other message could exceed the answer)
+    hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
+    if not kept_at(rctx, "sliding_window", fact, turn, hi):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if kept_at(rctx, "sliding_window", fact, turn, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def what_if_short_term(rctx: ReplayContext, failure: Failure) -> WhatIf:
+    """Which strategies keep the fact at the same budget, and the smallest sliding budget."""
+    from memdiag.strategies import STRATEGIES
+
+    kept = {}
+    for name in STRATEGIES:
+        try:
+            kept[name] = kept_at(rctx, name, failure.fact, failure.at_turn)
+        except ImportError:  # a strategy module that is not installed
+            continue
+    return WhatIf(kept, smallest_budget(rctx, failure.fact, failure.at_turn))
+
+
+def conflicts_in_window(rctx: ReplayContext, view: WindowView | None, fact: str) -> list[str]:
+    """Messages in the window that give a different value for the same single-valued field."""
+    from memdiag.extract import default_extractor
+
+    ex = default_extractor()
+    fields = ex.stated(fact, single_only=True)
+    if not fields or view is None:
+        return []
+    out = []
+    for i in view.indices:
+        m = rctx.transcript.messages[i]
+        if m.role != "user":
+            continue
+        stated = ex.stated(m.content, single_only=True)
+        if any(name in stated and stated[name] != value for name, value in fields.items()):
+            out.append(m.id)
+    return out
+
+
+def fixes_in_context(at_turn: int, det: ShortTermDetails) -> tuple[str, ...]:
+    fixes = [
+        f"Memory delivered it: the fact was in the window at turn {at_turn} ({det.kept_by}). "
+        "Look at the prompt and the model, not at memory: instruct the model to check "
+        "constraints, or move the fact closer to the question."
+    ]
+    if det.conflicting_ids:
+        fixes.append(
+            "A contradicting statement is in the window too "
+            f"({', '.join(det.conflicting_ids)}): resolve it (keep the latest value only)."
+        )
+    return tuple(fixes)
+
+
+def fixes_short_term(verdict: Verdict, det: ShortTermDetails) -> tuple[str, ...]:
+    fixes = []
+    lost = det.lost_at_turn
+    if verdict is Verdict.short_term_summarized_away:
+        fixes.append(
+            f"The summary dropped it at turn {lost}: make the summarizer keep constraints and "
+            "strong facts (names, allergies, prohibitions), raise summary_max_tokens, or pin it."
+        )
+    else:
+        fixes.append(
+            f"It was evicted at turn {lost} by {det.strategy} under a budget of "
+            f"{det.budget} tokens."
+        )
+    wi = det.what_if
+    keepers = [k for k, v in wi.kept_by_strategy.items() if v] if wi else []
+    if "scratchpad" in keepers:
+        fixes.append("Pin it: the scratchpad strategy keeps this fact pinned at the same budget.")
+    elif keepers:
+        fixes.append(f"Strategies that keep it at the same budget: {', '.join(keepers)}.")
+    smallest = wi.smallest_sliding_window_budget if wi else None
+    if smallest is not None:
+        fixes.append(
+            f"Raise the sliding-window budget to at least {smallest} tokens "
+            f"(now {det.budget}), or shrink what crowds it out (long tool results)."
+        )
+    fixes.append(
+        "Restate the constraint before the question, or start a clean session that opens with it."
+    )
+    return tuple(fixes)

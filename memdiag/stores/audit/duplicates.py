@@ -1,0 +1,162 @@
+"""duplicate and near_duplicate: records that waste top-k slots.
+
+Exact duplicates (same normalized text, or bit-identical vectors) are found by hashing. Near
+duplicates are an exact cosine search over one representative per duplicate group
+(``memdiag.stores.neardup``), run in a worker thread: numpy's matrix products release the GIL, so
+the per-record text work of the other families proceeds meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memdiag.stores.audit.common import unique_ids
+from memdiag.stores.audit.report import SEVERITY, Finding
+from memdiag.text import normalize_document
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memdiag.stores.chroma import CollectionData
+
+Progress = Callable[[int, int], None]
+
+
+class UnionFind:
+    """Disjoint sets over ``range(n)``; each set's root is its smallest member."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        """The root of ``i``'s set."""
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, i: int, j: int) -> None:
+        """Merge the sets of ``i`` and ``j``."""
+        ri, rj = self.find(i), self.find(j)
+        if ri != rj:
+            self.parent[max(ri, rj)] = min(ri, rj)
+
+    def groups(self, members: Iterable[int]) -> list[list[int]]:
+        """The sets of more than one member, each sorted."""
+        out: dict[int, list[int]] = {}
+        for i in members:
+            out.setdefault(self.find(i), []).append(i)
+        return [sorted(g) for g in out.values() if len(g) > 1]
+
+
+def exact_duplicates(data: CollectionData) -> UnionFind:
+    """Records joined when they hold the same normalized text or the same embedding bytes."""
+    emb = data.embeddings
+    uf = UnionFind(len(data.ids))
+    by_text: dict[str, int] = {}
+    by_vec: dict[bytes, int] = {}
+    for i, doc in enumerate(data.documents):
+        if doc and doc.strip():
+            first = by_text.setdefault(normalize_document(doc), i)
+            if first != i:
+                uf.union(first, i)
+        if emb is not None and len(emb):
+            first = by_vec.setdefault(emb[i].tobytes(), i)
+            if first != i:
+                uf.union(first, i)
+    return uf
+
+
+def duplicate_findings(data: CollectionData, uf: UnionFind) -> list[Finding]:
+    """One duplicate finding per group of exact duplicates."""
+    findings: list[Finding] = []
+    for g in uf.groups(range(len(data.ids))):
+        texts = {normalize_document(data.documents[i] or "") for i in g}
+        how = "the same text" if len(texts) == 1 else "the same embedding"
+        findings.append(
+            Finding(
+                "duplicate",
+                SEVERITY["duplicate"],
+                unique_ids(data.ids[i] for i in g),
+                f"{len(g)} records hold {how}: {(data.documents[g[0]] or '')[:80]!r}; keep one",
+                data.name,
+            )
+        )
+    return findings
+
+
+@dataclass(frozen=True, eq=False)
+class NearDuplicateSearch:
+    """A running near-duplicate search; ``findings()`` waits for it."""
+
+    data: CollectionData
+    reps: np.ndarray  # record index of each row searched
+    threshold: float
+    pending: Future[list[tuple[int, int, float]]]
+
+    @classmethod
+    def start(
+        cls,
+        data: CollectionData,
+        uf: UnionFind,
+        threshold: float,
+        block_size: int,
+        progress: Progress | None,
+    ) -> NearDuplicateSearch | None:
+        """Start the search in a worker thread (None when there is nothing to compare)."""
+        import numpy as np
+
+        from memdiag.stores.neardup import near_duplicate_pairs
+
+        emb = data.embeddings
+        if emb is None or len(emb) <= 1:
+            return None
+        n = len(data.ids)
+        reps = np.array([i for i in range(n) if uf.find(i) == i], dtype=np.int64)
+        # Fancy indexing copies the matrix; skip it when no record is an exact duplicate.
+        reps_matrix = emb if len(reps) == n else emb[reps]
+
+        def _tick(done: int, total: int) -> None:
+            # Reading took the first half of the progress bar; this search takes the second.
+            if progress is not None:
+                progress(n + done * n // max(total, 1), 2 * n)
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdiag-neardup")
+        pending = pool.submit(near_duplicate_pairs, reps_matrix, threshold, block_size, _tick)
+        pool.shutdown(wait=False)
+        return cls(data, reps, threshold, pending)
+
+    def findings(self) -> list[Finding]:
+        """One near_duplicate finding per group of near-identical records."""
+        pairs = self.pending.result()
+        reps = self.reps
+        nuf = UnionFind(len(reps))
+        best: dict[int, list[float]] = {}
+        for a, b, _cos in pairs:
+            nuf.union(a, b)
+        for a, _b, cos in pairs:
+            best.setdefault(nuf.find(a), []).append(cos)
+        findings: list[Finding] = []
+        for g in nuf.groups(range(len(reps))):
+            cosines = best[nuf.find(g[0])]
+            span = (
+                f"{min(cosines):.3f}"
+                if len(set(cosines)) == 1
+                else f"{min(cosines):.3f}–{max(cosines):.3f}"
+            )
+            members = [int(reps[i]) for i in g]
+            findings.append(
+                Finding(
+                    "near_duplicate",
+                    SEVERITY["near_duplicate"],
+                    unique_ids(self.data.ids[i] for i in members),
+                    f"{len(members)} near-identical records (cosine {span} ≥ "
+                    f"{self.threshold:g}): "
+                    f"{(self.data.documents[members[0]] or '')[:60]!r}; merge them",
+                    self.data.name,
+                )
+            )
+        return findings

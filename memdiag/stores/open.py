@@ -1,0 +1,117 @@
+"""Opening the long-term stores, and the one profile injection replay, diagnose and check use.
+
+The facts file is the profile layer: read by exact key and injected whole at every session
+start, so its tokens count in the window's ``memories`` section (SPEC §7). Every command that
+builds a window takes that section from :meth:`LongTermStores.profile_section` (or from
+:func:`profile_memory`, which opens the facts file alone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memdiag.config import Settings
+    from memdiag.stores.chroma import ChromaStore
+    from memdiag.stores.facts_file import FactEntry, FactsFile
+    from memdiag.tokens import TokenCounter
+
+PROFILE_HEADER = "Known facts about the user:"
+NO_MEMORY: tuple[str, int] = ("", 0)
+
+
+def render_profile(entries: list[FactEntry]) -> str:
+    lines = [PROFILE_HEADER, *(f"- {e.key}: {e.value}" for e in entries)]
+    return "\n".join(lines) if entries else ""
+
+
+@dataclass
+class LongTermStores:
+    """The facts file and/or Chroma store named by the settings; a context manager."""
+
+    facts: FactsFile | None
+    chroma: ChromaStore | None
+    collection: str | None
+
+    @classmethod
+    def open(
+        cls, facts_file: str | None, chroma: str | None, collection: str | None
+    ) -> LongTermStores:
+        facts = None
+        store = None
+        if facts_file:
+            from memdiag.stores.facts_file import load_facts_file
+
+            facts = load_facts_file(facts_file)
+        if chroma:
+            from memdiag.stores.chroma import open_chroma
+
+            store = open_chroma(chroma)
+        return cls(facts, store, collection)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LongTermStores:
+        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true)."""
+        s = settings.store
+        return cls.open(s.facts_file, s.chroma, s.collection)
+
+    def close(self) -> None:
+        if self.chroma is not None:
+            self.chroma.close()
+
+    def __enter__(self) -> LongTermStores:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def empty(self) -> bool:
+        return self.facts is None and self.chroma is None
+
+    def checked(self) -> list[str]:
+        out = []
+        if self.facts is not None:
+            out.append(f"facts file {self.facts.path}")
+        if self.chroma is not None:
+            out.append(
+                f"chroma {self.chroma.spec}" + (f" [{self.collection}]" if self.collection else "")
+            )
+        return out
+
+    # -- profile injection -------------------------------------------------------------------
+
+    def injected_profile(
+        self, counter: TokenCounter, max_tokens: int
+    ) -> tuple[list[FactEntry], int]:
+        """Facts-file entries that fit the injection budget, in file order, and their tokens."""
+        if self.facts is None:
+            return [], 0
+        kept: list[FactEntry] = []
+        tokens = 0
+        for entry in self.facts.entries:
+            cost = counter.section_cost(render_profile([*kept, entry]))
+            if cost > max_tokens:
+                break
+            kept.append(entry)
+            tokens = cost
+        return kept, tokens
+
+    def profile_section(self, settings: Settings) -> tuple[str, int]:
+        """The profile text injected at every session start, and its tokens in the window."""
+        entries, tokens = self.injected_profile(
+            settings.token_counter(), settings.store.inject_max_tokens
+        )
+        return render_profile(entries), tokens
+
+
+def profile_memory(settings: Settings) -> tuple[str, int]:
+    """The injected profile of ``settings.store.facts_file`` (text, tokens); none without one.
+
+    Replaying needs only the profile's room in the window, so the vector store stays closed.
+    """
+    if not settings.store.facts_file:
+        return NO_MEMORY
+    with LongTermStores.open(settings.store.facts_file, None, None) as stores:
+        return stores.profile_section(settings)

@@ -1,0 +1,48 @@
+"""Canonical JSON Lines (SPEC §2): one message, session or summary object per line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from memdiag.transcript.model import RawItem, RawSession, RawSummary
+from memdiag.transcript.source import Source, invalid, message_from_dict, opt_str
+
+name = "canonical"
+
+
+def detect(source: Source) -> bool:
+    if not source.is_jsonl or not source.records:
+        return False
+    first = source.records[0][1]
+    return isinstance(first, dict) and (
+        "role" in first or first.get("type") in ("session", "summary")
+    )
+
+
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    if not source.is_jsonl:
+        raise source.error("canonical format is JSON Lines: one object per line", 1)
+    for line, obj in source.records:
+        if not isinstance(obj, dict):
+            invalid(source, skip_invalid, line, f"expected a JSON object, got {type(obj).__name__}")
+            continue
+        kind = obj.get("type")
+        try:
+            if kind == "session":
+                sid = opt_str(obj, "id")
+                if not sid:
+                    raise ValueError("missing field 'id' on a session line")
+                yield RawSession(sid, line, opt_str(obj, "ts") or opt_str(obj, "timestamp"))
+            elif kind == "summary":
+                content = obj.get("content")
+                if not isinstance(content, str):
+                    raise ValueError("field 'content' of a summary must be a string")
+                yield RawSummary(content, opt_str(obj, "replaces_through"), line)
+            elif kind in (None, "message"):
+                yield message_from_dict(obj, line)
+            else:
+                raise ValueError(
+                    f"field 'type': unknown {kind!r}; expected session, summary or a message"
+                )
+        except ValueError as exc:
+            invalid(source, skip_invalid, line, str(exc))

@@ -1,0 +1,290 @@
+"""Reading an input file, and the parsing helpers that the format readers share.
+
+:func:`read_source` turns a file into a :class:`Source`: JSON Lines records (each with its
+line) or one JSON document. :class:`Elements` gives a reader the top-level records either way.
+
+Line numbers: a JSON Lines record keeps its own line. Inside one JSON document, a message's
+``line`` is the 1-based number of the top-level element that holds it, while error messages
+name the real line where that element starts: the file is re-scanned for it only when there is
+an error, so valid input is parsed once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memdiag.errors import InputError
+from memdiag.transcript.blocks import text_of
+from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
+
+MAX_BYTES = 2 * 1024**3
+# fields of a message that the canonical reader interprets; any other key is metadata
+MESSAGE_FIELDS = frozenset(
+    {
+        "role",
+        "content",
+        "id",
+        "session",
+        "ts",
+        "timestamp",
+        "name",
+        "tool_calls",
+        "tool_call_id",
+        "forgot",
+        "type",
+    }
+)
+
+
+@dataclass
+class Source:
+    """A parsed input file: JSON Lines records (with line numbers) or one JSON document."""
+
+    path: str
+    records: list[tuple[int, Any]]  # (line, parsed object)
+    is_jsonl: bool
+    skipped: int = 0
+    warnings: list[str] = field(default_factory=list)
+    # every record skipped with --skip-invalid, with the error a strict read stops at
+    problems: list[ReadProblem] = field(default_factory=list)
+
+    def error(self, message: str, line: int | None = None) -> InputError:
+        return InputError(message, path=self.path, line=line)
+
+
+def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
+    """Read a file as one JSON document or as JSON Lines; errors name file and line."""
+    p = Path(path)
+    name = str(path)
+    if not p.exists():
+        raise InputError("no such file", path=name)
+    if p.is_dir():
+        raise InputError("is a directory, expected a transcript file", path=name)
+    if p.stat().st_size > MAX_BYTES:
+        raise InputError("file larger than 2 GiB", path=name)
+    data = p.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise InputError("binary file (NUL bytes), expected UTF-8 JSON or JSON Lines", path=name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x})", path=name, line=line
+        ) from None
+    if not text.strip():
+        raise InputError("empty file, expected JSON Lines with one message per line", path=name)
+    stripped = text.lstrip()
+    if stripped[0] in "[{":
+        # one JSON document (a JSON array, or an object spread over several lines)?
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None
+        else:
+            if isinstance(doc, list):
+                first_line = text[: len(text) - len(stripped)].count("\n") + 1
+                return Source(name, [(first_line + 0, doc)], is_jsonl=False)
+            if isinstance(doc, dict) and "\n" in text.strip():
+                return Source(name, [(1, doc)], is_jsonl=False)
+    source = Source(name, [], is_jsonl=True)
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            source.records.append((lineno, json.loads(raw)))
+        except json.JSONDecodeError as exc:
+            message = f"invalid JSON at column {exc.colno}: {exc.msg}"
+            if not skip_invalid:
+                raise InputError(message, path=name, line=lineno) from None
+            source.skipped += 1
+            source.warnings.append(f"{name}:{lineno}: skipped: invalid JSON ({exc.msg})")
+            source.problems.append(ReadProblem(message, lineno))
+    return source
+
+
+def invalid(source: Source, skip_invalid: bool, line: int, message: str) -> None:
+    """Raise an InputError for a bad record, or count it as skipped with --skip-invalid."""
+    if skip_invalid:
+        source.skipped += 1
+        source.warnings.append(f"{source.path}:{line}: skipped: {message}")
+        source.problems.append(ReadProblem(message, line))
+        return
+    raise source.error(message, line)
+
+
+# --- the top-level elements of a source ---------------------------------------------------
+
+_SEPARATORS = re.compile(r"[\s,]*")
+
+
+def _array_element_lines(path: str) -> list[int]:
+    """The line where each element of a top-level JSON array starts ([] if it can't be told)."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+        decoder = json.JSONDecoder()
+        pos = text.index("[") + 1
+        lines: list[int] = []
+        line, counted = 1, 0
+        while True:
+            match = _SEPARATORS.match(text, pos)
+            pos = match.end() if match else pos
+            if pos >= len(text) or text[pos] == "]":
+                return lines
+            line += text.count("\n", counted, pos)
+            counted = pos
+            lines.append(line)
+            _, pos = decoder.raw_decode(text, pos)
+    except (OSError, ValueError):
+        return []
+
+
+class Elements:
+    """The top-level records of a source: JSON Lines records, or the elements of one document."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.is_array = (
+            not source.is_jsonl and bool(source.records) and isinstance(source.records[0][1], list)
+        )
+        self.items: list[tuple[int, Any]]
+        if source.is_jsonl or not source.records:
+            self.items = list(source.records)
+        elif self.is_array:
+            self.items = [(k + 1, e) for k, e in enumerate(source.records[0][1])]
+        else:
+            self.items = [source.records[0]]
+        self._starts: list[int] | None = None
+
+    def first(self) -> Any:
+        return self.items[0][1] if self.items else None
+
+    def line(self, n: int) -> int:
+        """The real source line where element ``n`` starts, for error messages."""
+        if not self.is_array:
+            return self.items[n][0]
+        if self._starts is None:
+            self._starts = _array_element_lines(self.source.path)
+        if n < len(self._starts):
+            return self._starts[n]
+        return self.source.records[0][0]  # the line of the opening bracket
+
+    def bad(self, n: int, skip_invalid: bool, message: str) -> None:
+        invalid(self.source, skip_invalid, self.line(n), message)
+
+
+# --- fields -------------------------------------------------------------------------------
+
+
+def opt_str(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ValueError(f"field {key!r} must be a string, got {type(value).__name__}")
+
+
+def path_str(obj: dict[str, Any], key: str, prefix: str = "") -> str | None:
+    """opt_str whose error names the field with its path (``data.id``)."""
+    try:
+        return opt_str(obj, key)
+    except ValueError:
+        raise ValueError(
+            f"field '{prefix}{key}' must be a string, got {type(obj[key]).__name__}"
+        ) from None
+
+
+def require_str(obj: dict[str, Any], key: str, what: str = "a string") -> str:
+    value = obj.get(key)
+    if value is None:
+        raise ValueError(f"missing field {key!r} ({what})")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"field {key!r} must be {what}, got {type(value).__name__}")
+    return str(value)
+
+
+def check_blocks(content: Any) -> None:
+    """Reject content blocks whose `type` is not a string, with the block's number.
+
+    blocks.text_of looks the type up in a set, which fails on a list or an object.
+    """
+    if isinstance(content, list):
+        for k, block in enumerate(content):
+            if isinstance(block, dict) and not isinstance(block.get("type", ""), str):
+                raise ValueError(f"content block {k}: field 'type' must be a string")
+
+
+def checked_text(content: Any) -> tuple[str, dict[str, Any]]:
+    """blocks.text_of after :func:`check_blocks`."""
+    check_blocks(content)
+    return text_of(content)
+
+
+def openai_tool_call(call_id: str | None, name: Any, arguments: Any) -> dict[str, Any]:
+    # the shape of OpenAI tool calls, which the rest of memdiag reads (blocks.tool_call_text)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+# --- OpenAI-style message dicts (canonical, openai, anthropic) ----------------------------
+
+
+def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
+    """Parse an OpenAI/canonical-style message dict. Raises ValueError naming the field."""
+    if "role" not in obj:
+        raise ValueError(f"missing field 'role'; expected one of {', '.join(ROLES)}")
+    role = obj["role"]
+    if not isinstance(role, str):
+        raise ValueError(f"field 'role' must be a string, got {type(role).__name__}")
+    if role == "developer":
+        role = "system"
+    if role == "function":
+        role = "tool"
+    if role not in ROLES:
+        raise ValueError(f"field 'role': unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    try:
+        content, meta = text_of(obj.get("content"))
+    except ValueError as exc:
+        raise ValueError(f"field 'content': {exc}") from None
+    tool_calls = obj.get("tool_calls") or ()
+    if not isinstance(tool_calls, (list, tuple)) or not all(
+        isinstance(c, dict) for c in tool_calls
+    ):
+        raise ValueError("field 'tool_calls' must be a list of objects")
+    # Anthropic-style tool_use blocks inside an assistant message count as tool calls
+    blocks = meta.get("blocks", [])
+    uses = [b for b in blocks if b.get("type") == "tool_use"]
+    if uses:
+        tool_calls = [
+            *tool_calls,
+            *(
+                {
+                    "id": b.get("id"),
+                    "function": {"name": b.get("name"), "arguments": b.get("input", {})},
+                }
+                for b in uses
+            ),
+        ]
+    forgot = obj.get("forgot")
+    if forgot is not None and not isinstance(forgot, str):
+        raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
+    extra = {k: v for k, v in obj.items() if k not in MESSAGE_FIELDS}
+    if extra:
+        meta = {**meta, **extra}
+    return RawMessage(
+        role=role,
+        content=content,
+        line=line,
+        id=opt_str(obj, "id"),
+        session=opt_str(obj, "session"),
+        ts=opt_str(obj, "ts") or opt_str(obj, "timestamp"),
+        name=opt_str(obj, "name"),
+        tool_calls=tuple(tool_calls),
+        tool_call_id=opt_str(obj, "tool_call_id"),
+        forgot=forgot,
+        metadata=meta,
+    )
