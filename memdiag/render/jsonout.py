@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
+from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
@@ -65,6 +66,68 @@ def replay_json(
             for r in results
         },
     }
+
+
+def replay_json_chunks(
+    transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
+) -> Iterator[str]:
+    """``dumps(replay_json(...))`` written piece by piece, byte for byte the same text.
+
+    A long replay has hundreds of thousands of turn records: building them all as dicts and
+    then one string (json's indented encoder is pure Python) costs more than the replay.
+    Turns are formatted one at a time instead; a test holds the text equal to ``dumps``.
+    """
+    yield "{\n"
+    yield f'  "transcript": {_encode_str(transcript)},\n'
+    yield f'  "encoding": {_encode_str(encoding)},\n'
+    yield f'  "budget": {json.dumps(budget)},\n'
+    if not results:
+        yield '  "strategies": {}\n}'
+        return
+    yield '  "strategies": {\n'
+    for n, r in enumerate(results):
+        yield f"    {_encode_str(r.name)}: {{\n"
+        if r.turns:
+            yield '      "turns": [\n'
+            last = len(r.turns) - 1
+            for k, t in enumerate(r.turns):
+                yield _turn_text(t, " " * 8) + ("\n" if k == last else ",\n")
+            yield "      ],\n"
+        else:
+            yield '      "turns": [],\n'
+        facts = dumps([fact_json(f) for f in r.facts]).replace("\n", "\n      ")
+        yield f'      "facts": {facts}\n'
+        yield "    }" + ("\n" if n == len(results) - 1 else ",\n")
+    yield "  }\n}"
+
+
+def _ids(ids: tuple[str, ...], pad: str) -> str:
+    if not ids:
+        return "[]"
+    inner = f",\n{pad}  ".join(_encode_str(i) for i in ids)
+    return f"[\n{pad}  {inner}\n{pad}]"
+
+
+def _turn_text(r: TurnRecord, pad: str) -> str:
+    """``turn_json(r)`` as ``dumps`` indents it at ``pad``."""
+    if r.pinned:  # rare and nested: the general encoder
+        return pad + dumps(turn_json(r)).replace("\n", "\n" + pad)
+    p = pad + "  "
+    tokens = f",\n{p}  ".join(f"{_encode_str(k)}: {v}" for k, v in r.tokens.items())
+    parts = [
+        f'{p}"turn": {r.turn}',
+        f'{p}"session": {_encode_str(r.session)}',
+        f'{p}"session_turn": {r.session_turn}',
+        f'{p}"tokens": {{\n{p}  {tokens}\n{p}}}' if r.tokens else f'{p}"tokens": {{}}',
+        f'{p}"entered": {_ids(r.entered, p)}',
+        f'{p}"evicted": {_ids(r.evicted, p)}',
+        f'{p}"summarized": {_ids(r.summarized, p)}',
+    ]
+    if r.dropped_by_session:
+        parts.append(f'{p}"dropped_by_session": {_ids(r.dropped_by_session, p)}')
+    if r.overflow:
+        parts.append(f'{p}"overflow": true')
+    return f"{pad}{{\n" + ",\n".join(parts) + f"\n{pad}}}"
 
 
 def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
