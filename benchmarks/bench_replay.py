@@ -105,23 +105,24 @@ def generate(n_messages: int, seed: int = 7) -> Transcript:
     return build(items, path="<generated>", format="canonical")  # type: ignore[arg-type]
 
 
-def baseline(t: Transcript) -> tuple[float, float]:
-    """(single-thread loop, batched) time to encode every message once with tiktoken."""
+def baseline(t: Transcript) -> tuple[float, float, float]:
+    """(single-thread loop, batched, loop CPU) seconds to encode every message once."""
     enc = TokenCounter().encoding
     texts = [m.content for m in t.messages]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for text in texts:
         enc.encode_ordinary(text)
-    loop = time.perf_counter() - start
+    loop, loop_cpu = time.perf_counter() - start, time.process_time() - cpu
     start = time.perf_counter()
     enc.encode_ordinary_batch(texts, num_threads=2)
     batch = time.perf_counter() - start
-    return loop, batch
+    return loop, batch, loop_cpu
 
 
 def full_replay(t: Transcript, facts: list[str]) -> tuple[float, dict[str, float]]:
-    """Total time of counting + every strategy, and the share of each part."""
+    """Total time of counting + every strategy, and the share of each part (and its CPU)."""
     parts: dict[str, float] = {}
+    cpu = time.process_time()
     start = time.perf_counter()
     rctx = prepare(t, Settings(budget=4000))
     parts["count+units"] = time.perf_counter() - start
@@ -133,6 +134,7 @@ def full_replay(t: Transcript, facts: list[str]) -> tuple[float, dict[str, float
         mark = time.perf_counter()
         replay(rctx, name, facts)
         parts[name] = time.perf_counter() - mark
+    parts["CPU"] = time.process_time() - cpu
     return time.perf_counter() - start, parts
 
 
@@ -299,6 +301,80 @@ def plot(rows: list[Row], all_rows: list[tuple[int, float]], path: str) -> None:
     print(f"plot written to {path}")
 
 
+FLOOR = """
+import sys
+from memdiag.tokens import TokenCounter
+from memdiag.transcript import load
+t = load(sys.argv[1])
+TokenCounter().encoding.encode_ordinary_batch([m.content for m in t.messages])
+"""
+
+
+def cli_runs(n: int, repeat: int) -> None:
+    """The commands a user runs, as processes: wall, CPU and peak RSS against the floor."""
+    import os
+    import subprocess
+    import tempfile
+
+    from memdiag.transcript.writer import write_canonical
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        path = Path(tmp) / "chat.jsonl"
+        with path.open("w", encoding="utf-8") as fp:
+            write_canonical(generate(n), fp)
+        py = sys.executable
+        cmds = {
+            "floor: parse + encode_ordinary_batch": [py, "-c", FLOOR, str(path)],
+            "replay --strategy all (table)": [
+                py,
+                "-m",
+                "memdiag",
+                "replay",
+                str(path),
+                "--strategy",
+                "all",
+                "--budget",
+                "4000",
+                "--show",
+                "none",
+            ],
+            "replay --strategy all --format json": [
+                py,
+                "-m",
+                "memdiag",
+                "replay",
+                str(path),
+                "--strategy",
+                "all",
+                "--budget",
+                "4000",
+                "--format",
+                "json",
+            ],
+        }
+        got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
+        for _ in range(repeat):
+            for label, cmd in cmds.items():
+                start = time.perf_counter()
+                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+                _, status, use = os.wait4(proc.pid, 0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    raise SystemExit(f"{label} failed")
+                wall = time.perf_counter() - start
+                got[label].append((wall, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024))
+    print(f"\nas processes, {n:,} messages (best of {repeat}; CPU counts every thread)")
+    floor = min(got[next(iter(cmds))])
+    for label, runs in got.items():
+        wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
+        rss = max(r[2] for r in runs)
+        print(
+            f"  {label:<38} wall {wall:6.2f}s ({wall / floor[0]:4.2f}x)  CPU {cpu:6.2f}s "
+            f"({cpu / floor[1]:4.2f}x)  peak RSS {rss:5.0f} MiB ({rss / floor[2]:4.2f}x)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--messages", type=int, default=20_000)
@@ -307,6 +383,7 @@ def main() -> None:
     ap.add_argument("--peer-budget", type=int, default=4000)
     ap.add_argument("--peer-limit", type=float, default=300.0, help="seconds a peer run may take")
     ap.add_argument("--plot", default="", help="write a PNG of time against n (matplotlib)")
+    ap.add_argument("--cli", type=int, default=0, help="also run the commands on N messages")
     args = ap.parse_args()
     facts = ["allergic to peanuts", "prefers window seats"]
     TokenCounter()  # load the encoding outside the timings
@@ -315,16 +392,18 @@ def main() -> None:
     all_rows: list[tuple[int, float]] = []
     for n in sizes:
         t = generate(n)
-        loop, batch = min(baseline(t) for _ in range(args.repeat))
+        loop, batch, loop_cpu = min(baseline(t) for _ in range(args.repeat))
         rep, parts = min(full_replay(t, facts) for _ in range(args.repeat))
         all_rows.append((len(t.messages), rep))
         print(
             f"{len(t.messages):>8} messages  encode once: loop {loop:6.2f}s batch {batch:6.2f}s"
             f"  | replay all: {rep:6.2f}s  ratio vs loop {rep / loop:4.2f}x"
-            f" vs batch {rep / batch:4.2f}x"
+            f" vs batch {rep / batch:4.2f}x (CPU vs loop CPU {parts['CPU'] / loop_cpu:4.2f}x)"
             f"  | {rep / len(t.messages) * 1e6:5.1f} µs/message"
         )
         print("          " + "  ".join(f"{k} {v:.2f}s" for k, v in parts.items()))
+    if args.cli:
+        cli_runs(args.cli, args.repeat)
     if args.peers:
         rows = peers([int(x) for x in args.peers.split(",")], args.peer_budget, args.peer_limit)
         if args.plot:
