@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, fold, match
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
-from memdiag.strategies.base import PinChange, Strategy
+from memdiag.strategies.base import Fit, PinChange, Strategy
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 
+Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
 SECTIONS = ("system", "scratchpad", "summary", "memories", "messages", "total")
 
@@ -189,13 +190,15 @@ def replay(
     until_turn: int | None = None,
     progress: Callable[[int], None] | None = None,
     from_session_of: int | None = None,
+    observe: Observer | None = None,
 ) -> StrategyReplay:
     """Replay ``strategy_name`` through the transcript (up to ``until_turn``).
 
     ``from_session_of=T`` starts at the first turn of turn T's session instead of turn 1: every
     strategy starts empty at a session start, so the window at T is the same, for the cost of
     that session alone (diagnose and its what-if searches replay to one turn many times).
-    Turn records and fact survival then cover that session only.
+    Turn records and fact survival then cover that session only. ``observe(turn, strategy,
+    fit)`` is called after every fit (the HTML report records summary and pinned text with it).
     """
     t = rctx.transcript
     msgs = t.messages
@@ -279,6 +282,8 @@ def replay(
         )
         if tracker.active:
             tracker.update(turn.number, strategy, fit, entered, dropped)
+        if observe is not None:
+            observe(turn.number, strategy, fit)
         if progress is not None:
             progress(turn.number)
     final = strategy.view()
@@ -408,6 +413,7 @@ class ReplayReport:
     results: list[StrategyReplay]
     facts: list[str]
     facts_found: bool  # True when the facts were found by the strong-fact extractor
+    costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
 
 
 def strategy_names(name: str) -> list[str]:
@@ -450,17 +456,20 @@ def run(
     facts: Sequence[str] = (),
     progress: Callable[[int], None] | None = None,
     memory: tuple[str, int] = ("", 0),
+    observe: Callable[[str], Observer] | None = None,
 ) -> ReplayReport:
     """Replay every strategy named by ``settings.strategy`` ('all' for all of them).
 
-    ``memory`` is the injected long-term profile (text, tokens), present at every turn.
+    ``memory`` is the injected long-term profile (text, tokens), present at every turn;
+    ``observe(name)`` gives the observer of strategy ``name`` (see :func:`replay`).
     """
     rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     found = not facts
     tracked = list(facts) if facts else auto_facts(transcript)
     results = [
-        replay(rctx, name, tracked, progress=progress) for name in strategy_names(settings.strategy)
+        replay(rctx, name, tracked, progress=progress, observe=observe(name) if observe else None)
+        for name in strategy_names(settings.strategy)
     ]
     return ReplayReport(
-        transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found
+        transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found, rctx.costs
     )

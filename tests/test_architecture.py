@@ -12,7 +12,6 @@ MAX_LINES = 550
 UI_LIBRARIES = ("typer", "rich", "click")
 
 
-
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     if parts[-1] == "__init__":

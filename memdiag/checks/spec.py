@@ -62,7 +62,16 @@ DIAGNOSIS_KINDS = ("verdict", "in_layer")
 
 TOP_KEYS = ("version", "defaults", "cases")
 DEFAULTS_KEYS = ("model", "encoding", "strategy", "transcript", "store")
-CASE_KEYS = ("name", "transcript", "strategy", "store", "model", "encoding", "expect")
+CASE_KEYS = (
+    "name",
+    "transcript",
+    "conversation",  # which conversation of a chat export / session of an Agents SDK database
+    "strategy",
+    "store",
+    "model",
+    "encoding",
+    "expect",
+)
 
 # `strategy:` mapping keys → Settings field (dotted for sections). Strategy options come from
 # the Settings dataclasses, so a new option is accepted in specs as soon as config has it.
@@ -113,6 +122,7 @@ class Case:
     expectations: tuple[Expectation, ...]
     transcript: str | None = None
     strategy_line: int = 0
+    conversation: str | None = None  # load(select=): a conversation or SDK session, or "all"
 
 
 @dataclass(frozen=True)
@@ -255,7 +265,14 @@ class _Parser:
                     "'max_findings' needs a store: {facts_file: PATH} and/or {chroma: PATH|URL}",
                     e.line,
                 )
-        return Case(name, line, settings, expectations, transcript, strategy_line)
+        conversation = c.get("conversation")
+        if conversation is not None and not isinstance(conversation, (str, int)):
+            raise self.error(
+                "'conversation' must be the id or title of a conversation (or 'all')",
+                c.line_of("conversation"),
+            )
+        chosen = None if conversation is None else str(conversation)
+        return Case(name, line, settings, expectations, transcript, strategy_line, chosen)
 
     def strategy(self, raw: Any, line: int) -> dict[str, Any]:
         """`strategy: NAME` or `strategy: {name, budget, ...options}` → Settings overrides."""

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
@@ -21,11 +17,14 @@ from memdiag import __version__
 from memdiag.cli.options import (
     AtOpt,
     ConfigOpt,
+    ConversationOpt,
     FactOpt,
     FactsFileOpt,
     FormatOpt,
     FromOpt,
     HtmlOpt,
+    QuietOpt,
+    SessionOpt,
     SkipInvalidOpt,
     StoreFlags,
     TopKOpt,
@@ -34,13 +33,21 @@ from memdiag.cli.options import (
     option_groups,
     settings_from,
 )
-from memdiag.errors import MemdiagError
+from memdiag.cli.runtime import (
+    errors,
+    fail_on_choices,
+    html_target,
+    load_transcript,
+    progress,
+    quiet_mode,
+    run_state,
+    stderr,
+    write_html,
+)
+from memdiag.cli.terminal import flags_without_a_type, strategies_progress
 from memdiag.render import OutputFormat
 
-if TYPE_CHECKING:  # only for annotations: keeps `memdiag --help` light
-    from rich.console import Console
-
-    from memdiag.transcript import Transcript
+flags_without_a_type()
 
 app = typer.Typer(
     name="memdiag",
@@ -50,115 +57,10 @@ app = typer.Typer(
         "audit long-term stores, and run memory regression checks in CI."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-_state = {"debug": False}
-
-# --- error boundary and output ---------------------------------------------------------------
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    from rich.markup import escape
-
-    stderr().print(f"[red bold]memdiag:[/] {escape(message)}")
-    raise typer.Exit(code)
-
-
-@contextmanager
-def errors() -> Iterator[None]:
-    """Map expected failures to one line and an exit code; unexpected ones to exit 3."""
-    try:
-        yield
-    except (typer.Exit, typer.Abort, SystemExit):
-        raise
-    except MemdiagError as exc:
-        _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
-    except BrokenPipeError:
-        # the reader went away (`memdiag convert x | head`): not an error; silence the flush
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(0) from None
-    except Exception as exc:
-        if _state["debug"]:
-            traceback.print_exc()
-            raise typer.Exit(3) from None
-        fd, path = tempfile.mkstemp(prefix="memdiag-traceback-", suffix=".txt")
-        with os.fdopen(fd, "w") as fp:
-            traceback.print_exc(file=fp)
-        _fail(
-            f"internal error: {type(exc).__name__}: {exc} (traceback: {path}; --debug shows it)", 3
-        )
-
-
-def stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-@contextmanager
-def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] | None]:
-    """A (done, total) progress bar on stderr, shown once a run has ``min_total`` steps, on a
-    terminal only (None otherwise)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=stderr(),
-        transient=True,
-        # redrawn by tick() only: no refresh thread, so `check --jobs` may fork its workers
-        auto_refresh=False,
-    ) as bar:
-        task = bar.add_task(label, total=None, visible=False)
-
-        def tick(done: int, total: int) -> None:
-            # a few hundred redraws at most, however long the run
-            if total >= min_total and (done % max(1, total // 200) == 0 or done == total):
-                bar.update(task, completed=done, total=total, visible=True, refresh=True)
-
-        yield tick
-
-
-def load_transcript(path: Path, fmt: str | None, skip_invalid: bool) -> Transcript:
-    from memdiag.transcript import load
-
-    transcript = load(path, fmt, skip_invalid=skip_invalid)
-    err = stderr()
-    for w in transcript.warnings[:20]:
-        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
-    if transcript.skipped:
-        err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
-    return transcript
-
-
-def fail_on_choices(value: str | None, choices: tuple[str, ...], what: str) -> list[str]:
-    """The comma-separated --fail-on values, each one of ``choices``."""
-    from memdiag.errors import UsageError
-
-    chosen = [x.strip() for x in value.split(",") if x.strip()] if value else []
-    bad = [x for x in chosen if x not in choices]
-    if bad:
-        raise UsageError(f"--fail-on: unknown {what} {bad[0]!r}; choose from {', '.join(choices)}")
-    return chosen
-
-
-def write_html(path: Path, page: str) -> None:
-    from memdiag.render.html import write_html
-
-    write_html(str(path), page)
-    stderr().print(f"wrote HTML report to {path}", markup=False)
-
 
 # --- commands -------------------------------------------------------------------------------
 
@@ -175,10 +77,14 @@ def main_callback(
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
     ] = False,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version."),
     ] = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    _state["debug"] = debug or bool(os.environ.get("MEMDIAG_DEBUG"))
+    run_state["debug"] = debug or bool(os.environ.get("MEMDIAG_DEBUG"))
+    run_state["quiet"] = quiet
+    run_state["exit_code"] = 0
 
 
 @app.command(
@@ -186,7 +92,8 @@ def main_callback(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
         "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
-        "  memdiag replay chat.jsonl --format json > replay.json"
+        "  memdiag replay chat.jsonl --format json > replay.json\n\n"
+        "  memdiag replay agent.db --session mia-trip --fact 'allergic to peanuts'"
     )
 )
 @option_groups
@@ -201,8 +108,11 @@ def replay(
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Replay a transcript through simulated context windows, turn by turn.
 
@@ -210,6 +120,7 @@ def replay(
     section, and when each tracked fact left the window (and by which mechanism).
     """
     with errors():
+        quiet_mode(quiet)
         from memdiag.errors import UsageError
         from memdiag.replay import run
         from memdiag.stores.open import profile_memory
@@ -221,7 +132,7 @@ def replay(
             window.overrides(),
             **{"store.facts_file": str(facts_file) if facts_file else None},
         )
-        t = load_transcript(transcript, input_format, skip_invalid)
+        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
         if not t.turns:
             stderr().print(
                 "[yellow]warning:[/] no user messages, so no turn to replay "
@@ -229,15 +140,23 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
-        n = len(t.turns) * (3 if settings.strategy == "all" else 1)
+        from memdiag.replay import strategy_names
+
+        per_strategy = len(t.turns)
+        n = per_strategy * len(strategy_names(settings.strategy))
+        recorder = None
+        if html_target(html) is not None:
+            from memdiag.render.report import TextRecorder
+
+            recorder = TextRecorder(t)  # the summary and pinned text at every turn
         with progress("replaying", min_total=2000) as tick:
-            advance = (lambda done: tick(done, n)) if tick is not None else None
-            report = run(t, settings, fact or (), progress=advance, memory=memory)
+            advance = strategies_progress(tick, per_strategy, n) if tick is not None else None
+            report = run(t, settings, fact or (), progress=advance, memory=memory, observe=recorder)
         output.to_renderer().replay(report, show)
         if html is not None:
-            from memdiag.render.html import replay_html
+            from memdiag.render.report.build import replay_document
 
-            write_html(html, replay_html(report))
+            write_html(html, replay_document(report, recorder, settings, memory[0]))
 
 
 @app.command(
@@ -274,14 +193,18 @@ def diagnose(
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """Say which memory layer lost a fact, with the evidence chain and the fix.
 
     Without --fact, every assistant message marked `forgot` in the transcript is diagnosed."""
     code = 0
     with errors():
+        quiet_mode(quiet)
         from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
@@ -291,7 +214,8 @@ def diagnose(
         settings = settings_from(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
-        t = load_transcript(transcript, input_format, skip_invalid)
+        html_target(html)
+        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
         if probes:
             if fact or at is not None:
                 raise UsageError(
@@ -307,11 +231,15 @@ def diagnose(
             progress("diagnosing", min_total=2) as tick,
         ):
             diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+        if layers and any(d.layer in layers for d in diagnoses):
+            run_state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
-            from memdiag.render.html import diagnose_html
+            from memdiag.render.report.build import diagnose_document
+            from memdiag.stores.open import profile_memory
 
-            write_html(html, diagnose_html(t.path, diagnoses))
+            dicts = [d.to_dict() for d in diagnoses]
+            write_html(html, diagnose_document(t, settings, dicts, profile_memory(settings)))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)
@@ -345,6 +273,7 @@ def inspect_store(
     ] = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Audit long-term stores: a JSON facts file and/or a Chroma collection (read-only).
 
@@ -352,6 +281,7 @@ def inspect_store(
     vector store, distance-metric pitfalls, missing metadata and facts-file/vector disagreements."""
     code = 0
     with errors():
+        quiet_mode(quiet)
         from memdiag.errors import UsageError
         from memdiag.stores.audit import SEVERITIES, audit
         from memdiag.stores.open import LongTermStores
@@ -374,9 +304,7 @@ def inspect_store(
             LongTermStores.from_settings(settings) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
-            report = audit(
-                opened.facts, opened.chroma, opened.collection, settings.audit, tick
-            )
+            report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
         output.to_renderer().audit(report)
         if fail_on is not None:
             worst = SEVERITIES.index(fail_on)
@@ -389,7 +317,9 @@ def inspect_store(
     epilog=(
         "Examples:\n\n"
         "  memdiag convert locomo10.json -o conv.jsonl\n\n"
-        "  memdiag convert chats.json --from sharegpt > chats.jsonl"
+        "  memdiag convert chats.json --from sharegpt > chats.jsonl\n\n"
+        "  memdiag convert agent.db --session mia-trip > trip.jsonl\n\n"
+        "  memdiag convert conversations.json --conversation 'Lisbon trip' > lisbon.jsonl"
     )
 )
 def convert(
@@ -399,12 +329,16 @@ def convert(
     ] = None,
     input_format: FromOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    session: SessionOpt = None,
+    conversation: ConversationOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Convert any supported transcript format to canonical JSONL."""
     with errors():
+        quiet_mode(quiet)
         from memdiag.transcript.writer import write_canonical
 
-        t = load_transcript(source, input_format, skip_invalid)
+        t = load_transcript(source, input_format, skip_invalid, session, conversation)
         if out is None:
             write_canonical(t, sys.stdout)
             return
@@ -420,6 +354,7 @@ def convert(
         "Examples:\n\n"
         "  memdiag check memdiag-checks.yaml\n\n"
         "  memdiag check memdiag-checks.yaml --junit report.xml --jobs 4\n\n"
+        "  memdiag check memdiag-checks.yaml --html report.html   (timeline of every case)\n\n"
         "  memdiag check memdiag-checks.yaml --format json > check.json\n\n"
         "Spec (paths are relative to the spec file):\n\n"
         "  version: 1\n\n"
@@ -443,7 +378,9 @@ def check(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Run cases in this many processes.")
     ] = 1,
+    html: HtmlOpt = None,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run memory regression checks from a YAML spec (for CI).
 
@@ -452,14 +389,22 @@ def check(
     """
     code = 0
     with errors():
+        quiet_mode(quiet)
         from memdiag.checks import check as run_checks
 
+        html_target(html)
+        base = settings_from(config)
         with progress("checking", min_total=2) as tick:
-            report = run_checks(spec, settings_from(config), jobs, tick)
+            report = run_checks(spec, base, jobs, tick)
+        run_state["exit_code"] = 0 if report.ok else 1  # kept if the output pipe closes early
         if junit is not None:
             from memdiag.render.junit import write_junit
 
             write_junit(report, junit)
+        if html is not None:
+            from memdiag.render.report.checks import check_document
+
+            write_html(html, check_document(spec, base, report))
         output.to_renderer().check(report)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             from memdiag.render.junit import github_annotations

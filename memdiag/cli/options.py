@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 # --- shared options, declared once ---------------------------------------------------------
 
 TranscriptArg = Annotated[
-    Path, typer.Argument(help="Transcript file: canonical JSONL or a supported format.")
+    Path,
+    typer.Argument(help="Transcript file: canonical JSONL or a supported format; - reads stdin."),
 ]
 ConfigOpt = Annotated[
     Path | None,
@@ -67,18 +68,44 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval.",
+        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude.",
     ),
 ]
 SkipInvalidOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
+]
+SessionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--session",
+        help="Agents SDK database: the session to read (ID, or all); without it, the "
+        "sessions are listed.",
+    ),
+]
+ConversationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--conversation",
+        help="ChatGPT/Claude.ai export: the conversation to read (ID or title, or all); "
+        "without it, the conversations are listed.",
+    ),
 ]
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
 ]
 HtmlOpt = Annotated[
     Path | None,
-    typer.Option("--html", help="Also write a standalone HTML report to this file."),
+    typer.Option(
+        "--html",
+        help="Also write an interactive HTML report here: one self-contained file (no network) "
+        "with a turn scrubber and each strategy's window at any turn.",
+    ),
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No warnings, progress or notes on stderr; errors still print."
+    ),
 ]
 SummaryMaxOpt = Annotated[
     int | None, typer.Option(help="Summary: the running summary never exceeds this many tokens.")

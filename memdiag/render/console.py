@@ -35,7 +35,39 @@ def _ids(ids: Sequence[str], limit: int = 8) -> str:
     return shown + (f" … (+{len(ids) - limit})" if len(ids) > limit else "")
 
 
-def usage_bar(tokens: dict[str, int], budget: int, width: int = 24) -> Text:
+class _PipeConsole(Console):
+    """Rich exits with status 1 when the reader of stdout goes away (`memdiag ... | head`);
+    exit 1 means a failed check, so the broken pipe is handed to the CLI, which exits 0."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+def stdout_console() -> Console:
+    """The console for human output on stdout."""
+    return _PipeConsole(highlight=False)
+
+
+# Without colour (NO_COLOR, a pipe, a file) each section keeps its own character.
+SECTION_GLYPH = {
+    "system": "#",
+    "scratchpad": "P",
+    "summary": "~",
+    "memories": "M",
+    "messages": "=",
+}
+
+
+def colourless(console: Console) -> bool:
+    """True when the console shows no colour, so the bars must differ by character."""
+    return bool(console.no_color) or console.color_system is None
+
+
+def _glyph(section: str, plain: bool) -> str:
+    return SECTION_GLYPH[section] if plain else "█"
+
+
+def usage_bar(tokens: dict[str, int], budget: int, width: int = 24, plain: bool = False) -> Text:
     """A bar of the window split by section, scaled to the budget."""
     bar = Text()
     used = 0
@@ -43,17 +75,17 @@ def usage_bar(tokens: dict[str, int], budget: int, width: int = 24) -> Text:
         n = tokens.get(section, 0)
         cells = round(width * n / budget) if budget else 0
         cells = min(cells, width - used)
-        bar.append("█" * cells, style=style)
+        bar.append(_glyph(section, plain) * cells, style=style)
         used += cells
     bar.append("·" * (width - used), style="dim")
     return bar
 
 
-def turn_line(r: TurnRecord, budget: int) -> Text:
+def turn_line(r: TurnRecord, budget: int, plain: bool = False) -> Text:
     line = Text()
     line.append(f"{r.turn:>5} ", style="bold")
     line.append(f"{r.session}·{r.session_turn:<3} ", style="dim")
-    line.append_text(usage_bar(r.tokens, budget))
+    line.append_text(usage_bar(r.tokens, budget, plain=plain))
     total = r.tokens["total"]
     line.append(f" {total:>6}/{budget}", style="red bold" if total > budget else "")
     if r.entered:
@@ -100,8 +132,9 @@ def render_replay(console: Console, report: ReplayReport, show: str = "changes")
     )
     console.print(head)
     legend = Text("window: ")
+    plain = colourless(console)
     for section, style in SECTION_STYLE.items():
-        legend.append("█ ", style=style)
+        legend.append(_glyph(section, plain) + " ", style=style)
         legend.append(section + "  ")
     console.print(legend, style="dim")
     for res in report.results:
@@ -117,7 +150,7 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
         cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
         head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
         for r in head:
-            console.print(turn_line(r, res.budget))
+            console.print(turn_line(r, res.budget, colourless(console)))
         if cut:
             console.print(
                 f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
@@ -125,7 +158,7 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
                 style="dim",
             )
         for r in tail:
-            console.print(turn_line(r, res.budget))
+            console.print(turn_line(r, res.budget, colourless(console)))
         hidden = len(res.turns) - len(turns)
         if hidden and show == "changes":
             console.print(

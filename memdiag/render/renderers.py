@@ -54,9 +54,9 @@ class TableRenderer(Renderer):
     """Rich tables and panels for people (`--format table`, the default)."""
 
     def _console(self) -> Any:
-        from rich.console import Console
+        from memdiag.render.console import stdout_console
 
-        return Console(highlight=False)
+        return stdout_console()
 
     def replay(self, report: ReplayReport, show: str) -> None:
         from memdiag.render.console import render_replay

@@ -27,11 +27,22 @@ def text_of(content: Any) -> tuple[str, dict[str, Any]]:
             elif isinstance(block, dict) and _block_type(block) in TEXT_TYPES:
                 texts.append(str(block.get("text", "")))
             elif isinstance(block, dict):
-                other.append(block)
+                other.append(drop_nulls(block))
             else:
                 raise ValueError(f"content block of type {type(block).__name__}")
         return "\n".join(texts), ({"blocks": other} if other else {})
     raise ValueError(f"expected a string or a list of content blocks, got {type(content).__name__}")
+
+
+def drop_nulls(value: Any) -> Any:
+    """A copy without null-valued keys, recursively: SDK dumps (`model_dump()`) fill every
+    optional field with null (refusal, audio, citations, usage details, ...), which say
+    nothing and are not copied into the canonical output."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
 
 
 def _block_type(block: dict[str, Any]) -> str | None:

@@ -11,17 +11,21 @@ an error, so valid input is parsed once.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.transcript.blocks import drop_nulls as drop_nulls  # re-exported for formats
 from memdiag.transcript.blocks import text_of
 from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
 
 MAX_BYTES = 2 * 1024**3
+STDIN = "<stdin>"  # the name of standard input (the path `-`) in errors and reports
 # fields of a message that the canonical reader interprets; any other key is metadata
 MESSAGE_FIELDS = frozenset(
     {
@@ -56,10 +60,7 @@ class Source:
         return InputError(message, path=self.path, line=line)
 
 
-def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
-    """Read a file as one JSON document or as JSON Lines; errors name file and line."""
-    p = Path(path)
-    name = str(path)
+def _read_file(p: Path, name: str) -> tuple[str, bytes]:
     if not p.exists():
         raise InputError("no such file", path=name)
     if p.is_dir():
@@ -67,6 +68,27 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     if p.stat().st_size > MAX_BYTES:
         raise InputError("file larger than 2 GiB", path=name)
     data = p.read_bytes()
+    if data[:4] == b"PK\x03\x04":  # a chat export as downloaded: read its conversations.json
+        return _export_member(p, name)
+    return name, data
+
+
+def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
+    """Read a file as one JSON document or as JSON Lines; errors name file and line.
+
+    ``-`` reads standard input (named ``<stdin>`` in errors and reports).
+    """
+    p = Path(path)
+    name = str(path)
+    if name == "-":
+        import sys
+
+        name = STDIN
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise InputError("input larger than 2 GiB", path=name)
+    else:
+        name, data = _read_file(p, name)
     if b"\x00" in data[:8192]:
         raise InputError("binary file (NUL bytes), expected UTF-8 JSON or JSON Lines", path=name)
     try:
@@ -79,12 +101,13 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     if not text.strip():
         raise InputError("empty file, expected JSON Lines with one message per line", path=name)
     stripped = text.lstrip()
+    doc_error: json.JSONDecodeError | None = None
     if stripped[0] in "[{":
         # one JSON document (a JSON array, or an object spread over several lines)?
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError:
-            doc = None
+        except json.JSONDecodeError as exc:
+            doc, doc_error = None, exc
         else:
             if isinstance(doc, list):
                 first_line = text[: len(text) - len(stripped)].count("\n") + 1
@@ -98,6 +121,15 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
         try:
             source.records.append((lineno, json.loads(raw)))
         except json.JSONDecodeError as exc:
+            if doc_error is not None and not source.records and "\n" in text.strip():
+                # not JSON Lines either: one document cut short or broken (an export)
+                cut = doc_error.pos >= len(text.rstrip()) or doc_error.msg.startswith("Unterm")
+                ends = " (the file ends there: truncated?)" if cut else ""
+                raise InputError(
+                    f"invalid JSON at column {doc_error.colno}: {doc_error.msg}{ends}",
+                    path=name,
+                    line=doc_error.lineno,
+                ) from None
             message = f"invalid JSON at column {exc.colno}: {exc.msg}"
             if not skip_invalid:
                 raise InputError(message, path=name, line=lineno) from None
@@ -105,6 +137,53 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.warnings.append(f"{name}:{lineno}: skipped: invalid JSON ({exc.msg})")
             source.problems.append(ReadProblem(message, lineno))
     return source
+
+
+_BLOB_KEYS = {"file_data", "data", "base64", "image_url", "url"}
+
+
+def slim_blobs(value: Any) -> Any:
+    """A copy where inline files (data: URLs, base64 `file_data`/`data`) are replaced by their
+    size: an image sent inline would otherwise be copied into the canonical output whole."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            inline = isinstance(v, str) and (v.startswith("data:") or len(v) > 4096)
+            out[k] = (
+                f"<inline data, {len(v)} chars>" if k in _BLOB_KEYS and inline else slim_blobs(v)
+            )
+        return out
+    if isinstance(value, list):
+        return [slim_blobs(v) for v in value]
+    return value
+
+
+EXPORT_MEMBER = "conversations.json"
+
+
+def _export_member(path: Path, name: str) -> tuple[str, bytes]:
+    """The conversations.json of a ChatGPT or Claude.ai export zip (`export.zip/conversations.json`
+    names it in messages)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [
+                i for i in archive.infolist() if i.filename.rsplit("/", 1)[-1] == EXPORT_MEMBER
+            ]
+            if not members:
+                listed = ", ".join(archive.namelist()[:8])
+                raise InputError(
+                    f"a zip file without {EXPORT_MEMBER} (a ChatGPT or Claude.ai export has one); "
+                    f"it holds: {listed}",
+                    path=name,
+                )
+            member = min(members, key=lambda i: i.filename.count("/"))
+            if member.file_size > MAX_BYTES:
+                raise InputError(f"{member.filename}: larger than 2 GiB", path=name)
+            return f"{name}/{member.filename}", archive.read(member)
+    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+        raise InputError(f"cannot read the zip file: {exc}", path=name) from None
 
 
 def invalid(source: Source, skip_invalid: bool, line: int, message: str) -> None:
@@ -272,7 +351,8 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
-    extra = {k: v for k, v in obj.items() if k not in MESSAGE_FIELDS}
+    # SDK dumps fill optional fields with null (refusal, audio, usage details): not copied
+    extra = {k: drop_nulls(v) for k, v in obj.items() if k not in MESSAGE_FIELDS and v is not None}
     if extra:
         meta = {**meta, **extra}
     return RawMessage(
@@ -288,3 +368,111 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
         forgot=forgot,
         metadata=meta,
     )
+
+
+# --- exports: JSON paths in errors, one conversation out of many --------------------------
+
+
+def bad_at(
+    source: Source, skip_invalid: bool, where: str, message: str, line: int | None = None
+) -> None:
+    """An error at a JSON path inside the file (`[3].mapping.ab12.message.content: ...`);
+    with --skip-invalid it is counted and reported instead."""
+    text = f"{where}: {message}" if where else message
+    if not skip_invalid:
+        raise InputError(text, path=source.path, line=line)
+    source.skipped += 1
+    at = f"{source.path}:{line}" if line is not None else source.path
+    source.warnings.append(f"{at}: skipped: {text}")
+    source.problems.append(ReadProblem(text, line))
+
+
+def json_key(where: str, name: str) -> str:
+    """A JSON path step: `where.name` (`name` alone at the top)."""
+    return f"{where}.{name}" if where else name
+
+
+class PathError(Exception):
+    """A record that cannot be read, at a JSON path: the reader turns it into bad_at()."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.message = message
+
+
+def iso_time(value: Any) -> str | None:
+    """An epoch (seconds, as ChatGPT exports write it) or an ISO string → ISO 8601 UTC."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            moment = dt.datetime.fromtimestamp(float(value), tz=dt.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return moment.isoformat().replace("+00:00", "Z")
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One conversation (or SDK session) that a file holds, as listed to the user."""
+
+    id: str
+    title: str = ""
+    messages: int = 0
+    ts: str | None = None
+    unit: str = "message"
+
+    def line(self) -> str:
+        parts = [self.id]
+        if self.title:
+            parts.append(repr(self.title))
+        parts.append(f"{self.messages} {self.unit}{'s' if self.messages != 1 else ''}")
+        if self.ts:
+            parts.append(self.ts)
+        return "  " + "  ".join(parts)
+
+
+LISTED = 50  # conversations listed when none is chosen (an export may hold thousands)
+
+
+class ChoiceNeeded(InputError):
+    """A file holds several conversations and none was chosen: exit 2 with the list."""
+
+    def __init__(self, path: str, head: str, flag: str, choices: Sequence[Choice]) -> None:
+        self.choices = tuple(choices)
+        shown = [c.line() for c in self.choices[:LISTED]]
+        if len(self.choices) > LISTED:
+            shown.append(f"  ... and {len(self.choices) - LISTED} more")
+        listing = "\n".join(shown)
+        how = "ID or title" if any(c.title for c in self.choices) else "ID"
+        super().__init__(
+            f"{head}; choose one with {flag} {how} (or {flag} all):\n{listing}", path=path
+        )
+
+
+def choose(
+    path: str, what: str, flag: str, choices: Sequence[Choice], select: str | None
+) -> list[int]:
+    """The chosen conversations: ``all``; or one by id, by exact title, or by a unique
+    case-insensitive title prefix; or the only one. Raises ChoiceNeeded with the list."""
+    if select == "all":
+        return list(range(len(choices)))
+    if select is None:
+        if len(choices) == 1:
+            return [0]
+        raise ChoiceNeeded(path, f"holds {len(choices)} {what}s", flag, choices)
+    for k, c in enumerate(choices):
+        if c.id == select:
+            return [k]
+    titled = [k for k, c in enumerate(choices) if c.title == select]
+    if not titled:
+        folded = select.casefold()
+        titled = [k for k, c in enumerate(choices) if c.title.casefold().startswith(folded)]
+    if len(titled) == 1:
+        return titled
+    if len(titled) > 1:
+        head = f"{len(titled)} {what}s match {select!r}"
+        raise ChoiceNeeded(path, head, flag, [choices[k] for k in titled])
+    raise ChoiceNeeded(path, f"no {what} is {select!r} among {len(choices)}", flag, choices)

@@ -124,14 +124,25 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
         "sharegpt",
         "locomo",
         "longmemeval",
+        "openai_responses",
+        "openai_agents",
+        "chatgpt",
+        "claude",
     ]
     order = [f.name for f in formats.DETECTION_ORDER]
     assert order.index("anthropic") < order.index("openai")
+    # a bare first `{"role", "content"}` Responses item would go to canonical or openai
+    assert order.index("openai_responses") < order.index("canonical") < order.index("openai")
+    # `{"messages": [...]}` of LangChain message dumps is not OpenAI chat
+    assert order.index("langchain") < order.index("openai")
 
 
 def test_unknown_and_unrecognised_formats_list_the_registry(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "x.jsonl", [{"hello": "world"}])
-    names = "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval"
+    names = (
+        "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval, "
+        "openai_responses, openai_agents, chatgpt, claude"
+    )
     with pytest.raises(InputError, match=f"one of: {names} \\(use --from NAME\\)"):
         load(path)
     with pytest.raises(InputError, match=f"unknown format 'yaml'; choose one of: {names}"):

@@ -8,35 +8,60 @@ format: write its module, then list it in ``FORMATS`` and ``DETECTION_ORDER`` be
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from memdiag.errors import InputError
+from memdiag.errors import InputError, UsageError
 from memdiag.transcript.formats import (
     anthropic,
     canonical,
+    chatgpt,
+    claude,
     langchain,
     locomo,
     longmemeval,
     openai,
+    openai_agents,
+    openai_responses,
     sharegpt,
 )
-from memdiag.transcript.formats.base import Format
-from memdiag.transcript.model import RawMessage, Transcript, build
+from memdiag.transcript.formats.base import Format, PathFormat
+from memdiag.transcript.model import RawItem, RawMessage, Transcript, build
 from memdiag.transcript.source import Source, read_source
 
-_ALL: tuple[Format, ...] = (canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval)
+_ALL: tuple[Format, ...] = (
+    canonical,
+    openai,
+    anthropic,
+    langchain,
+    sharegpt,
+    locomo,
+    longmemeval,
+    openai_responses,
+    openai_agents,
+    chatgpt,
+    claude,
+)
 # name → format, in the order that help and error messages list them
 FORMATS: dict[str, Format] = {f.name: f for f in _ALL}
-# the order in which auto-detection asks: anthropic before openai, which would read
-# `{"messages": [...]}` but miss its tool_result blocks
+# the order in which auto-detection asks: Responses items before canonical and openai (a bare
+# first `{"role", "content"}` item would go to them, then `function_call` fails); the exports;
+# langchain and anthropic before openai, which would read any `{"messages": [...]}` but miss
+# LangChain's message dumps and Anthropic's tool_result blocks
 DETECTION_ORDER: tuple[Format, ...] = (
+    openai_responses,
+    chatgpt,
+    claude,
+    langchain,
     anthropic,
     canonical,
     openai,
-    langchain,
     sharegpt,
     locomo,
     longmemeval,
+    openai_agents,  # never from parsed JSON: an SQLite file is detected by PATH_FORMATS
 )
+# formats read from the file itself rather than from parsed JSON (an SQLite database)
+PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents,)
 
 
 def detect_format(source: Source) -> str:
@@ -51,13 +76,42 @@ def detect_format(source: Source) -> str:
     )
 
 
-def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False) -> Transcript:
-    """Load a transcript in any supported format (auto-detected unless ``fmt`` is given)."""
+def load(
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    skip_invalid: bool = False,
+    select: str | None = None,
+) -> Transcript:
+    """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
+
+    ``select`` picks the conversation of a file that holds several (a chat export, an Agents
+    SDK database) by id or title, or ``all``; without it such a file raises ChoiceNeeded,
+    which lists them.
+    """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    source = read_source(path, skip_invalid)
-    name = fmt or detect_format(source)
-    items = list(FORMATS[name].read(source, skip_invalid))
+    by_path = next(
+        (f for f in PATH_FORMATS if f.name == fmt or (fmt is None and f.detect_path(path))),
+        None,
+    )
+    items: list[RawItem]
+    if by_path is not None:
+        source, items = by_path.read_path(path, skip_invalid, select)
+        name = by_path.name
+    else:
+        source = read_source(path, skip_invalid)
+        name = fmt or detect_format(source)
+        reader: Any = FORMATS[name]
+        if hasattr(reader, "select_flag"):  # holds several conversations: choose
+            items = list(reader.read(source, skip_invalid, select=select))
+        elif select is not None:
+            raise UsageError(
+                "--session/--conversation choose among the conversations of an export or an "
+                f"Agents SDK database; a {name} file is read whole"
+            )
+        else:
+            items = list(reader.read(source, skip_invalid))
     if not any(isinstance(i, RawMessage) for i in items):
         raise InputError("no messages found", path=source.path)
     return build(
@@ -69,4 +123,4 @@ def load(path: str | Path, fmt: str | None = None, *, skip_invalid: bool = False
     )
 
 
-__all__ = ["DETECTION_ORDER", "FORMATS", "Format", "detect_format", "load"]
+__all__ = ["DETECTION_ORDER", "FORMATS", "PATH_FORMATS", "Format", "detect_format", "load"]

@@ -9,6 +9,7 @@ module, :mod:`memdiag.transcript.source` and :mod:`memdiag.transcript.model`; th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Protocol
 
 from memdiag.transcript.model import RawItem
@@ -22,3 +23,25 @@ class Format(Protocol):
     def detect(self, source: Source) -> bool: ...
 
     def read(self, source: Source, skip_invalid: bool) -> Iterator[RawItem]: ...
+
+
+class SelectingFormat(Format, Protocol):
+    """A format whose files hold several conversations (chat exports): ``read`` takes the
+    chosen one (``select``: id, title or ``all``) and raises ChoiceNeeded without one."""
+
+    @property
+    def select_flag(self) -> str: ...
+
+    def read(
+        self, source: Source, skip_invalid: bool, select: str | None = None
+    ) -> Iterator[RawItem]: ...
+
+
+class PathFormat(Format, Protocol):
+    """A format read from the file itself, not parsed JSON (an SQLite database)."""
+
+    def detect_path(self, path: str | Path) -> bool: ...
+
+    def read_path(
+        self, path: str | Path, skip_invalid: bool, select: str | None
+    ) -> tuple[Source, list[RawItem]]: ...

@@ -1,0 +1,153 @@
+"""The CLI's runtime: the error boundary (exit codes), consoles, progress, loading inputs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+from memdiag.errors import MemdiagError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from memdiag.transcript import Transcript
+
+run_state = {"debug": False, "quiet": False, "exit_code": 0}
+
+# --- error boundary and output ---------------------------------------------------------------
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    from rich.markup import escape
+
+    stderr(errors=True).print(f"[red bold]memdiag:[/] {escape(message)}")
+    raise typer.Exit(code)
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """Map expected failures to one line and an exit code; unexpected ones to exit 3."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except MemdiagError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        # the reader went away (`memdiag replay x | head`): not an error, so the exit code is
+        # the command's own (1 only for a failed check); silence the final flush
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(int(run_state["exit_code"])) from None
+    except Exception as exc:
+        if run_state["debug"]:
+            traceback.print_exc()
+            raise typer.Exit(3) from None
+        fd, path = tempfile.mkstemp(prefix="memdiag-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w") as fp:
+            traceback.print_exc(file=fp)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (traceback: {path}; --debug shows it)", 3
+        )
+
+
+def stderr(errors: bool = False) -> Console:
+    """The console for narration (warnings, progress, "wrote ..."); -q silences all but errors."""
+    from rich.console import Console
+
+    quiet = bool(run_state["quiet"]) and not errors
+    return Console(stderr=True, highlight=False, soft_wrap=True, quiet=quiet)
+
+
+def quiet_mode(quiet: bool) -> None:
+    """-q/--quiet given to the command (or before it)."""
+    run_state["quiet"] = bool(run_state["quiet"] or quiet)
+
+
+@contextmanager
+def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] | None]:
+    """A (done, total) progress bar on stderr, shown once a run has ``min_total`` steps, on a
+    terminal only (None otherwise)."""
+    if run_state["quiet"] or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr(),
+        transient=True,
+        # redrawn by tick() only: no refresh thread, so `check --jobs` may fork its workers
+        auto_refresh=False,
+    ) as bar:
+        task = bar.add_task(label, total=None, visible=False)
+
+        def tick(done: int, total: int) -> None:
+            # a few hundred redraws at most, however long the run
+            if total >= min_total and (done % max(1, total // 200) == 0 or done == total):
+                bar.update(task, completed=done, total=total, visible=True, refresh=True)
+
+        yield tick
+
+
+def load_transcript(
+    path: Path,
+    fmt: str | None,
+    skip_invalid: bool,
+    session: str | None = None,
+    conversation: str | None = None,
+) -> Transcript:
+    from memdiag.errors import UsageError
+    from memdiag.transcript import load
+
+    if session is not None and conversation is not None:
+        raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
+    select = session if session is not None else conversation
+    transcript = load(path, fmt, skip_invalid=skip_invalid, select=select)
+    err = stderr()
+    for w in transcript.warnings[:20]:
+        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    if transcript.skipped:
+        err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
+    return transcript
+
+
+def fail_on_choices(value: str | None, choices: tuple[str, ...], what: str) -> list[str]:
+    """The comma-separated --fail-on values, each one of ``choices``."""
+    from memdiag.errors import UsageError
+
+    chosen = [x.strip() for x in value.split(",") if x.strip()] if value else []
+    bad = [x for x in chosen if x not in choices]
+    if bad:
+        raise UsageError(f"--fail-on: unknown {what} {bad[0]!r}; choose from {', '.join(choices)}")
+    return chosen
+
+
+def html_target(path: Path | None) -> Path | None:
+    """Refuse an --html path that cannot take a file before any work is done."""
+    if path is not None:
+        from memdiag.fileio import check_output_path
+
+        check_output_path(path)
+    return path
+
+
+def write_html(path: Path, doc: dict[str, Any]) -> None:
+    """Write the interactive report (one self-contained page) and say where."""
+    from memdiag.render.report import write_report
+
+    write_report(str(path), doc)
+    stderr().print(f"wrote HTML report to {path}", markup=False)

@@ -1,0 +1,139 @@
+"""Report documents for each command: replay, diagnose (verdict cards over the replay of every
+strategy) and check (one run per case that replays a transcript).
+
+Diagnose and check reports replay the transcript again with every strategy, tracking the facts
+they judged, so the page can show the window of each strategy side by side at the failure turn;
+the replay is O(messages) per strategy, small next to the diagnosis itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memdiag.config import Settings
+from memdiag.render.report.data import TextRecorder, document, run_data
+from memdiag.replay import ReplayReport, prepare, replay, strategy_names
+from memdiag.transcript.model import Transcript
+
+
+def replay_document(
+    report: ReplayReport,
+    recorder: TextRecorder | None,
+    settings: Settings,
+    memory_text: str = "",
+) -> dict[str, Any]:
+    """The report of `memdiag replay`: the run the user just made."""
+    run = run_data(report, recorder, memory_text=memory_text, keep_system=settings.keep_system)
+    return document("replay", "memdiag replay", [run])
+
+
+def replay_for_report(
+    transcript: Transcript,
+    settings: Settings,
+    facts: Sequence[str],
+    evidence: Mapping[str, Sequence[int]] | None = None,
+    memory: tuple[str, int] = ("", 0),
+) -> tuple[ReplayReport, TextRecorder]:
+    """Replay every strategy (``observed`` too when recorded) tracking ``facts``.
+
+    ``evidence`` gives the messages that state a fact when its words do not match them (the
+    diagnosis found them semantically, or a benchmark named them).
+    """
+    rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
+    for fact, indices in (evidence or {}).items():
+        if indices and not rctx.evidence_of(fact):
+            rctx.remember_evidence(fact, indices)
+    recorder = TextRecorder(transcript)
+    names = strategy_names("all")
+    if getattr(transcript, "windows", None) and "observed" not in names:
+        names.append("observed")  # the recorded requests of a trace: one more column
+    results = [replay(rctx, name, facts, observe=recorder(name)) for name in names]
+    report = ReplayReport(
+        transcript,
+        rctx.counter.encoding_name,
+        rctx.budget,
+        results,
+        list(facts),
+        False,
+        rctx.costs,
+    )
+    return report, recorder
+
+
+def cause_of(report: ReplayReport, strategy: str, fact_index: int, turn: int) -> tuple[Any, Any]:
+    """When the fact is out of ``strategy``'s window at ``turn``: the turn it left, and why."""
+    for res in report.results:
+        if res.name != strategy:
+            continue
+        last = None
+        for event in res.facts[fact_index].history:
+            if int(str(event["turn"])) <= turn:
+                last = event
+        if last is not None and last["event"] == "lost":
+            return last["turn"], last.get("mechanism")
+    return None, None
+
+
+def diagnosis_cards(
+    report: ReplayReport, diagnoses: Sequence[Mapping[str, Any]], default_strategy: str
+) -> list[dict[str, Any]]:
+    """One card per diagnosis (its JSON as `diagnose --format json` writes it)."""
+    cards = []
+    for d in diagnoses:
+        details = d.get("details") or {}
+        strategy = details.get("strategy") or default_strategy
+        k = report.facts.index(d["fact"]) if d["fact"] in report.facts else None
+        cause_turn, cause = details.get("lost_at_turn"), details.get("mechanism")
+        if cause_turn is None and k is not None and d.get("verdict") != "in_context":
+            cause_turn, cause = cause_of(report, strategy, k, int(d["at_turn"]))
+        cards.append(
+            {
+                "type": "diagnosis",
+                "diagnosis": dict(d),
+                "turn": d["at_turn"],
+                "fact_index": k,
+                "strategy": strategy,
+                "cause_turn": cause_turn,
+                "cause": cause,
+            }
+        )
+    return cards
+
+
+def diagnose_run(
+    transcript: Transcript,
+    settings: Settings,
+    diagnoses: Sequence[Mapping[str, Any]],
+    memory: tuple[str, int] = ("", 0),
+    name: str | None = None,
+) -> dict[str, Any]:
+    """One run of a diagnose (or check) report: the replay of every strategy and the cards."""
+    facts = list(dict.fromkeys(str(d["fact"]) for d in diagnoses))
+    pos = {m.id: m.index for m in transcript.messages}
+    evidence = {
+        str(d["fact"]): [pos[e["id"]] for e in d.get("evidence", ()) if e["id"] in pos]
+        for d in diagnoses
+    }
+    report, recorder = replay_for_report(transcript, settings, facts, evidence, memory)
+    strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
+    cards = diagnosis_cards(report, diagnoses, strategy)
+    return run_data(
+        report,
+        recorder,
+        name=name,
+        memory_text=memory[0],
+        keep_system=settings.keep_system,
+        cards=cards,
+    )
+
+
+def diagnose_document(
+    transcript: Transcript,
+    settings: Settings,
+    diagnoses: Sequence[Mapping[str, Any]],
+    memory: tuple[str, int] = ("", 0),
+) -> dict[str, Any]:
+    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline."""
+    run = diagnose_run(transcript, settings, diagnoses, memory)
+    return document("diagnose", "memdiag diagnose", [run])

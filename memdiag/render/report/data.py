@@ -1,0 +1,236 @@
+"""The data of the interactive HTML report: one JSON document, embedded in the page.
+
+The page rebuilds every window from per-turn deltas, so the document grows with the number of
+messages, not with messages × turns:
+
+- messages are stored once, column by column (id, role, session, turn, tokens, text);
+- each strategy stores, per turn, the message indices that entered and that left (evicted,
+  summarized, dropped at a session end), its tokens by section (a constant section is one
+  number), and the summary and pinned text only at the turns where they changed, as lists of
+  line numbers into one table of distinct lines (a running summary repeats most of its lines);
+- tracked facts store their evidence messages and, per strategy, their kept/lost history.
+
+Any strategy the replay ran becomes one more column (``observed`` included); diagnose and
+check results become cards that point at turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memdiag import __version__
+from memdiag.facts import match
+from memdiag.replay import ReplayReport, StrategyReplay
+from memdiag.strategies.base import Fit, Strategy
+from memdiag.transcript.model import Message, Transcript
+
+SECTIONS = ("system", "scratchpad", "summary", "memories", "messages")
+FORMAT_VERSION = 1
+
+
+@dataclass
+class _Texts:
+    """Summary and pinned text of one strategy, recorded at the turns where they changed."""
+
+    summary: list[tuple[int, str]] = field(default_factory=list)
+    pinned: list[tuple[int, str]] = field(default_factory=list)
+
+
+class TextRecorder:
+    """Observers for :func:`memdiag.replay.run`: the summary and pinned text of each strategy.
+
+    ``strategy.view()`` costs O(window), so it is only taken when the fit says the summary or
+    the pins changed, or at a session start (a reset empties both without saying so).
+    """
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.turn_sessions = [t.session for t in transcript.turns]
+        self.by_strategy: dict[str, _Texts] = {}
+
+    def __call__(self, name: str) -> Callable[[int, Strategy, Fit], None]:
+        texts = self.by_strategy.setdefault(name, _Texts())
+        state: dict[str, Any] = {"summary": "", "pinned": "", "session": None}
+        sessions = self.turn_sessions
+
+        def observe(turn: int, strategy: Strategy, fit: Fit) -> None:
+            session = sessions[turn - 1]
+            new_session = session != state["session"]
+            state["session"] = session
+            if not (fit.summary_changed or fit.pinned_changed or new_session):
+                return
+            view = strategy.view()
+            if view.summary != state["summary"]:
+                texts.summary.append((turn, view.summary))
+                state["summary"] = view.summary
+            if view.pinned != state["pinned"]:
+                texts.pinned.append((turn, view.pinned))
+                state["pinned"] = view.pinned
+
+        return observe
+
+    def texts(self, name: str) -> _Texts:
+        return self.by_strategy.get(name, _Texts())
+
+
+class _Lines:
+    """A table of distinct lines: texts are stored as lists of line numbers."""
+
+    def __init__(self, facts: Sequence[str]) -> None:
+        self.facts = facts
+        self.lines: list[str] = []
+        self.index: dict[str, int] = {}
+        self.holds: list[list[int]] = []  # per line: the tracked facts it states
+
+    def encode(self, text: str) -> list[int]:
+        out = []
+        for line in text.split("\n"):
+            k = self.index.get(line)
+            if k is None:
+                k = self.index[line] = len(self.lines)
+                self.lines.append(line)
+                self.holds.append(
+                    [i for i, f in enumerate(self.facts) if line.strip() and match(f, line)]
+                )
+            out.append(k)
+        return out
+
+
+def _compact(values: Sequence[int]) -> int | list[int]:
+    """A section whose size never changes is one number."""
+    if values and all(v == values[0] for v in values):
+        return values[0]
+    return list(values)
+
+
+def _message_text(m: Message) -> str:
+    if m.content or not m.tool_calls:
+        return m.content
+    calls = []
+    for c in m.tool_calls:
+        fn = c.get("function") or {}
+        calls.append(f"{fn.get('name', c.get('name', '?'))}({fn.get('arguments', '')})")
+    return "\n".join(calls)
+
+
+def _strategy(
+    res: StrategyReplay,
+    pos: Mapping[str, int],
+    texts: _Texts,
+    lines: _Lines,
+) -> dict[str, Any]:
+    turns = res.turns
+
+    def ids(seq: Sequence[str]) -> list[int]:
+        return [pos[i] for i in seq if i in pos]
+
+    def sparse(changes: list[tuple[int, str]]) -> list[list[Any]]:
+        return [[turn, lines.encode(text) if text else []] for turn, text in changes]
+
+    return {
+        "name": res.name,
+        "budget": res.budget,
+        "first_turn": turns[0].turn if turns else 1,
+        "tokens": {s: _compact([r.tokens.get(s, 0) for r in turns]) for s in SECTIONS},
+        "entered": [ids(r.entered) for r in turns],
+        "evicted": [ids(r.evicted) for r in turns],
+        "summarized": [ids(r.summarized) for r in turns],
+        "dropped": [ids(r.dropped_by_session) for r in turns],
+        "pins": [
+            [r.turn, p.field, p.value, p.previous, pos.get(p.message_id)]
+            for r in turns
+            for p in r.pinned
+        ],
+        "overflow": [r.turn for r in turns if r.overflow],
+        "summary": sparse(texts.summary),
+        "pinned": sparse(texts.pinned),
+        "facts": [
+            {
+                "history": [
+                    [int(str(e["turn"])), str(e["event"]), e.get("mechanism")] for e in f.history
+                ],
+                "stated_at_turn": f.stated_at_turn,
+                "lost_at_turn": f.lost_at_turn,
+                "mechanism": f.mechanism,
+                "kept_by": f.kept_by,
+            }
+            for f in res.facts
+        ],
+    }
+
+
+def run_data(
+    report: ReplayReport,
+    recorder: TextRecorder | None = None,
+    *,
+    name: str | None = None,
+    memory_text: str = "",
+    keep_system: bool = True,
+    cards: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """One run of the report: the transcript, every strategy's deltas, tracked facts, cards."""
+    t: Transcript = report.transcript
+    pos = {m.id: m.index for m in t.messages}
+    sessions = {s: k for k, s in enumerate(t.sessions)}
+    lines = _Lines(report.facts)
+    recorder = recorder or TextRecorder(t)
+    strategies = [_strategy(r, pos, recorder.texts(r.name), lines) for r in report.results]
+    evidence = report.results[0].facts if report.results else []
+    msgs = t.messages
+    return {
+        "name": name or t.path,
+        "transcript": t.path,
+        "format": t.format,
+        "encoding": report.encoding,
+        "budget": report.budget,
+        "keep_system": keep_system,
+        "sessions": list(t.sessions),
+        "messages": {
+            "id": [m.id for m in msgs],
+            "role": [m.role for m in msgs],
+            "session": [sessions.get(m.session, 0) for m in msgs],
+            "turn": [m.turn for m in msgs],
+            "tokens": list(report_costs(report)),
+            "text": [_message_text(m) for m in msgs],
+            "forgot": {str(m.index): m.forgot for m in msgs if m.forgot},
+        },
+        "turns": {
+            "user": [turn.user_index for turn in t.turns],
+            "session_turn": [turn.session_turn for turn in t.turns],
+        },
+        "memories": memory_text,
+        "facts": [
+            {
+                "fact": fact,
+                "found": report.facts_found,
+                "evidence": [pos[i] for i in (evidence[k].evidence_ids if evidence else [])],
+            }
+            for k, fact in enumerate(report.facts)
+        ],
+        "lines": lines.lines,
+        "line_facts": lines.holds,
+        "strategies": strategies,
+        "cards": list(cards),
+    }
+
+
+def report_costs(report: ReplayReport) -> Sequence[int]:
+    """Window tokens of each message (chat overhead included), as the replay counted them."""
+    if len(report.costs) == len(report.transcript.messages):
+        return report.costs
+    from memdiag.tokens import TokenCounter
+
+    return TokenCounter(report.encoding).message_costs(report.transcript.messages)
+
+
+def document(kind: str, title: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The whole embedded document: what kind of report, and its runs (one per transcript)."""
+    return {
+        "format": FORMAT_VERSION,
+        "memdiag": __version__,
+        "kind": kind,
+        "title": title,
+        "sections": list(SECTIONS),
+        "runs": list(runs),
+    }
