@@ -8,7 +8,9 @@ round by round, so a busy machine slows both sides alike; best and median of N a
 - `memdiag replay fixtures/allergy.jsonl` (90 messages, warm memdiag cache) against
   `python -c "import tiktoken; tiktoken.get_encoding('o200k_base')"` loading from tiktoken's
   own cache (TIKTOKEN_CACHE_DIR laid out as tiktoken documents it). Goal: ratio <= 1.
-- `memdiag --help` against `python -c "import typer, rich"`. Goal: ratio <= 2.
+- `memdiag --help` against `python -c "import typer, rich"`. Goal: ratio <= 2. Two more
+  rows show where its time goes: typer's Rich help module (typer.rich_utils) imported alone,
+  and the same help printed plain (TYPER_USE_RICH=0, typer's own switch).
 
 Also prints each process's peak RSS, the cold replay (cache being built), and which heavy
 modules `--help` imports. memdiag's bytecode is compiled first, as pip does on install.
@@ -79,6 +81,16 @@ def main() -> None:
             ],
             "import typer, rich": [py, "-c", "import typer, rich"],
             "memdiag --help": [py, "-m", "memdiag", "--help"],
+            # where --help's time goes: typer's Rich help module alone, and plain help
+            "import typer.rich_utils": [py, "-c", "import typer.rich_utils"],
+            "--help, TYPER_USE_RICH=0": [
+                "env",
+                "TYPER_USE_RICH=0",
+                py,
+                "-m",
+                "memdiag",
+                "--help",
+            ],
         }
         cold, _, _ = run(cases["memdiag replay (90 msgs)"], env)  # builds the compact rank cache
         for cmd in cases.values():  # warm the OS file cache
@@ -131,6 +143,12 @@ def main() -> None:
     print(
         f"--help / import typer,rich: {ratio('memdiag --help', 'import typer, rich')}"
         "  (goal <= 2.0x)"
+    )
+    print(
+        f"plain help / import typer,rich: {ratio('--help, TYPER_USE_RICH=0', 'import typer, rich')}"
+    )
+    print(
+        f"rich_utils / import typer,rich: {ratio('import typer.rich_utils', 'import typer, rich')}"
     )
     print(f"heavy modules imported by --help: {heavy}")
 
