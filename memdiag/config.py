@@ -61,6 +61,13 @@ class StoreSettings:
     max_distance: float | None = None  # a hit farther than this is not retrieved
     inject_max_tokens: int = 1000
     query: str | None = None  # retrieval query; default: the user message of the failure turn
+    # one tenant of a multi-user store (mem0's user_id/agent_id/run_id metadata)
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    # the model that made the vectors of a collection that did not persist its embedding
+    # function: "default" (MiniLM, offline) or a provider (openai, ...; reaches its API)
+    embedding_function: str | None = None
 
 
 @dataclass(frozen=True)

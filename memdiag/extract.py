@@ -13,7 +13,7 @@ import bisect
 import dataclasses
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -21,10 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.text import has_cjk, normalize_key
+from memdiag.text import (
+    as_first_person,
+    has_cjk,
+    mask_non_statements,
+    negated_before,
+    normalize_key,
+)
 
 BUILTIN_RULES = "rules.yaml"
-NORMALIZERS = ("none", "lower", "first_lower", "timezone", "units")
+NORMALIZERS = ("none", "lower", "first_lower", "rule", "timezone", "units")
 MAX_VALUE_CHARS = 80  # a longer capture is a run-on sentence, not a value
 
 # a value ends where a new clause starts ("peanuts, so no satay please" → "peanuts")
@@ -208,6 +214,38 @@ class Extractor:
                 pos = find(k, starts[n + 1])
         return hit
 
+    def read_memory(
+        self, text: str | None, metadata: Mapping[str, Any] | None = None
+    ) -> list[Extraction]:
+        """The facts one stored memory states (SPEC §6), as the audit and diagnose read them.
+
+        The text is read as a statement about the user in any phrasing memory systems write
+        (first or third person, a name, no subject; English or Chinese). An explicit metadata
+        key (``key``, ``subject``, ...) names the one fact the record holds, with its value from
+        ``value`` or from the text; a ``category`` naming a known field stands in when the text
+        states nothing the rules recognize. Odd metadata types are ignored, never an error.
+        """
+        found = self.extract(as_first_person(text)) if text else []
+        meta = metadata or {}
+        key = _first_text(meta, SUBJECT_KEYS)
+        if key is not None:
+            name = field_for_key(key)
+            value = _first_text(meta, VALUE_KEYS, numbers=True)
+            same = [e for e in found if e.field == name]
+            if value is None:
+                value = same[0].value if same else (text or "").strip()
+            if not value:
+                return found
+            strong = self.is_strong(name) or any(e.strong for e in same)
+            return [Extraction(name, value, strong, (0, len(text or "")), "metadata.key")]
+        if not found and text and text.strip():
+            category = _first_text(meta, CATEGORY_KEYS)
+            kind = field_for_key(category) if category is not None else None
+            if kind is not None and kind in FIELD_SYNONYMS:
+                strong = self.is_strong(kind)
+                return [Extraction(kind, text.strip(), strong, (0, len(text)), "metadata.category")]
+        return found
+
     def extract(self, text: str) -> list[Extraction]:
         """Every value the rules find in ``text``, deduplicated by (field, value)."""
         if not text:
@@ -217,12 +255,27 @@ class Extractor:
         for k in self._keywords:
             if k in folded:
                 run.update(self._woken[k])
+        if not run:
+            return []
+        found = self._run(text, run)
+        if found:
+            # questions, hypotheticals and quotes of others state nothing: blank them (same
+            # length, so spans still point into ``text``) and read again. Only texts that
+            # matched pay for it: most records of a large store match no rule.
+            masked = mask_non_statements(text)
+            if masked != text:
+                found = self._run(masked, run)
+        return found
+
+    def _run(self, text: str, run: set[int]) -> list[Extraction]:
         found: list[Extraction] = []
         seen: set[tuple[str, str]] = set()
         for n in sorted(run):  # rule order, so results do not depend on set iteration
             c = self._compiled[n]
             for regex in c.regexes:
                 for m in regex.finditer(text):
+                    if _negated(text, m):
+                        continue
                     for value, span in _values(c.rule, m):
                         key = (c.rule.field, value.casefold())
                         if key in seen:
@@ -231,6 +284,28 @@ class Extractor:
                         found.append(Extraction(c.rule.field, value, c.strong, span, c.rule.id))
         found.sort(key=lambda e: e.span[0])  # stable: rule order breaks ties
         return found
+
+
+# a value that carries its own negation ("never book X", "don't eat pork", "不要…") is a rule
+# or restriction; any other value is void when its clause is negated ("you don't have to use
+# metric units", "I never said I'm vegan")
+_NEGATIVE_VALUE = re.compile(
+    r"(?i:never|don't|don’t|do not|not|must not|mustn't|should not|shouldn't|may not|cannot|"
+    r"can't|can’t|no)\b|不|别|禁止|请勿|千万|绝对|永远不"
+)
+
+
+def _negated(text: str, m: re.Match[str]) -> bool:
+    if "value" in m.re.groupindex and m.group("value") is not None:
+        if _NEGATIVE_VALUE.match(m.group("value")):
+            return False
+        start = min(m.start(), m.start("value"))
+    else:
+        start = m.start()
+    lead = text[m.start() : start] if start > m.start() else ""
+    if _NEGATIVE_VALUE.search(lead):
+        return False
+    return negated_before(text, m.start())
 
 
 def _values(rule: Rule, m: re.Match[str]) -> list[tuple[str, tuple[int, int]]]:
@@ -269,6 +344,9 @@ def _normalize(value: str, how: str) -> str:
     if how == "first_lower":
         # keep "Kyoto" in "never book Kyoto hotels", lower only a sentence-initial capital
         return value[0].lower() + value[1:] if not value[:2].isupper() else value
+    if how == "rule":  # "never to book X" (asked never to ...) reads "never book X"
+        value = re.sub(r"^(?i:(never|not)) to ", r"\1 ", value)
+        return _normalize(value, "first_lower")
     if how == "timezone":
         return _timezone(value)
     if how == "units":
@@ -298,6 +376,30 @@ def _timezone(value: str) -> str:
     if re.fullmatch(r"(?i)utc|gmt", value):
         return value.upper()
     return value
+
+
+# Metadata keys that name the fact a record holds (a key-value memory written as text), its
+# value, and the broader category some libraries file it under.
+SUBJECT_KEYS = ("key", "fact_key", "subject", "field", "attribute", "slot")
+VALUE_KEYS = ("value", "fact_value", "object")
+CATEGORY_KEYS = ("category", "categories", "topic")
+
+
+def _first_text(
+    meta: Mapping[str, Any], keys: tuple[str, ...], numbers: bool = False
+) -> str | None:
+    """The first usable string under ``keys`` (a list's first string; numbers if asked)."""
+    if not meta:
+        return None
+    for k in keys:
+        v = meta.get(k)
+        if isinstance(v, (list, tuple)):
+            v = next((x for x in v if isinstance(x, str) and x.strip()), None)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+        if numbers and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return str(v)
+    return None
 
 
 # Facts-file keys (normalized) that name an extraction field.

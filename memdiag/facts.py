@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memdiag.text import CJK_RUN, fold, has_cjk, normalize, split_sentences
+from memdiag.text import CJK_RUN, fold, has_cjk, normalize
 
 FUZZY_THRESHOLD = 0.75
 
@@ -112,6 +112,8 @@ class Evidence:
     text: str
     score: float
     method: str
+    scores: Mapping[str, float] = field(default_factory=dict)  # every ranker's score (ranked)
+    passes: bool = True  # reaches the threshold on its own (ranked candidates may not)
 
 
 def find_evidence(
@@ -141,51 +143,3 @@ def find_evidence(
             )
     found.sort(key=lambda e: (-e.score, -e.index))
     return found
-
-
-SEMANTIC_THRESHOLD = 0.6  # sentence-level cosine, all-MiniLM-L6-v2 (see test_diagnose)
-SEMANTIC_MAX_SENTENCES = 5000
-
-
-def find_semantic_evidence(
-    fact: str,
-    messages: Sequence[object],
-    before: int,
-    embedder: Callable[[Sequence[str]], object],
-    threshold: float = SEMANTIC_THRESHOLD,
-    limit: int = SEMANTIC_MAX_SENTENCES,
-) -> tuple[list[Evidence], int]:
-    """User sentences before ``before`` whose embedding is close to the fact's.
-
-    The fallback when no lexical evidence exists (a paraphrase: "peanut allergy" for "I'm
-    allergic to peanuts"). Sentences, not whole messages, are compared: a long message dilutes
-    the one sentence that states the fact. Only the ``limit`` most recent user sentences are
-    embedded, to bound the cost; returns (evidence best first, sentences searched).
-    """
-    import numpy as np
-
-    from memdiag.transcript.model import Message
-
-    sentences: list[tuple[Message, str]] = []
-    for m in reversed(messages[:before]):
-        assert isinstance(m, Message)
-        if m.role != "user":
-            continue
-        for s in reversed(split_sentences(m.content)):
-            sentences.append((m, s))
-        if len(sentences) >= limit:
-            break
-    sentences = sentences[:limit]
-    if not sentences:
-        return [], 0
-    vectors = np.asarray(embedder([fact, *(s for _, s in sentences)]), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    sims = vectors[1:] @ vectors[0]
-    best: dict[int, Evidence] = {}
-    for k in np.flatnonzero(sims >= threshold):
-        m, _ = sentences[int(k)]
-        score = round(float(sims[k]), 3)
-        if m.index not in best or best[m.index].score < score:
-            best[m.index] = Evidence(m.index, m.id, m.turn, m.session, m.content, score, "semantic")
-    found = sorted(best.values(), key=lambda e: (-e.score, -e.index))
-    return found, len(sentences)

@@ -18,6 +18,7 @@ from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, fold, match
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, Strategy
+from memdiag.strategies.observed import CallTokens, call_tokens
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 
@@ -75,6 +76,7 @@ class StrategyReplay:
     turns: list[TurnRecord]
     facts: list[FactSurvival]
     final: WindowView | None = None  # the window at the last evaluated turn
+    calls: list[CallTokens] = field(default_factory=list)  # observed: every recorded request
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,7 @@ def replay(
             "system": system_tokens,
             "scratchpad": fit.scratchpad_tokens,
             "summary": fit.summary_tokens,
-            "memories": rctx.memory_tokens,
+            "memories": rctx.memory_tokens + fit.memory_tokens,
             "messages": fit.message_tokens + priming,
         }
         tokens["total"] = sum(tokens.values())
@@ -416,10 +418,22 @@ class ReplayReport:
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
 
 
-def strategy_names(name: str) -> list[str]:
-    from memdiag.strategies import STRATEGIES
+def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
+    """The strategies of a run: 'all' is every simulated one, plus `observed` when the
+    transcript recorded its windows (SPEC §2b)."""
+    from memdiag.strategies import SIMULATED
 
-    return list(STRATEGIES) if name == "all" else [name]
+    if name == "all":
+        observed = transcript is not None and bool(transcript.windows)
+        return [*SIMULATED, *(["observed"] if observed else [])]
+    if name == "observed" and transcript is not None and not transcript.windows:
+        from memdiag.errors import UsageError
+
+        raise UsageError(
+            f"{transcript.path}: no observed windows; --strategy observed needs a trace that "
+            "records each request (OpenTelemetry, LangSmith, Langfuse, Letta, or window events)"
+        )
+    return [name]
 
 
 def auto_facts(transcript: Transcript) -> list[str]:
@@ -468,8 +482,11 @@ def run(
     tracked = list(facts) if facts else auto_facts(transcript)
     results = [
         replay(rctx, name, tracked, progress=progress, observe=observe(name) if observe else None)
-        for name in strategy_names(settings.strategy)
+        for name in strategy_names(settings.strategy, transcript)
     ]
+    for res in results:
+        if res.name == "observed":  # recounted exactly, beside what the provider reported
+            res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
     return ReplayReport(
         transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found, rctx.costs
     )

@@ -32,6 +32,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("MEMDIAG_CACHE_DIR", raising=False)
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    # the embedding cache of the evidence ranking: under the tmp HOME, whatever XDG says
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("MEMDIAG_CACHE_DIR", str(home / ".cache" / "memdiag"))
     model = onnx_model_dir()
     if model is not None:
         monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(model))

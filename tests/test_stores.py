@@ -484,6 +484,17 @@ def test_audit_dirty_finds_exactly_the_planted_problems(store_dir: Path) -> None
         "embedding_function": "default",
         "retrieval_checks": "available",
         "retrieval_reason": entry.retrieval_reason,
+        "layout": {
+            "name": "chroma",
+            "text_from": "documents",
+            "reason": "plain Chroma: text in documents",
+            "tenant_keys": [],
+            "bookkeeping": False,
+        },
+        "records_read": 13,
+        "out_of_scope": 0,
+        "scope": None,
+        "problems": [],
     }
     assert payload["stores"][1] == expected_entry
     assert list(payload["stores"][1]) == list(expected_entry)  # the JSON's key order

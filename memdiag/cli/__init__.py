@@ -42,6 +42,7 @@ from memdiag.cli.runtime import (
     quiet_mode,
     run_state,
     stderr,
+    store_problems,
     write_html,
 )
 from memdiag.cli.terminal import flags_without_a_type, strategies_progress
@@ -92,6 +93,7 @@ def main_callback(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
         "  memdiag replay chat.jsonl --strategy all --budget 2000\n\n"
+        "  memdiag replay otel_spans.json --strategy all   (observed windows beside simulated)\n\n"
         "  memdiag replay chat.jsonl --format json > replay.json\n\n"
         "  memdiag replay agent.db --session mia-trip --fact 'allergic to peanuts'"
     )
@@ -122,7 +124,7 @@ def replay(
     with errors():
         quiet_mode(quiet)
         from memdiag.errors import UsageError
-        from memdiag.replay import run
+        from memdiag.replay import run, strategy_names
         from memdiag.stores.open import profile_memory
 
         if show not in ("changes", "all", "none"):
@@ -140,10 +142,8 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
-        from memdiag.replay import strategy_names
-
         per_strategy = len(t.turns)
-        n = per_strategy * len(strategy_names(settings.strategy))
+        n = per_strategy * len(strategy_names(settings.strategy, t))
         recorder = None
         if html_target(html) is not None:
             from memdiag.render.report import TextRecorder
@@ -165,6 +165,10 @@ def replay(
         "  memdiag diagnose fixtures/demo.jsonl --budget 400          (every `forgot` marker)\n\n"
         "  memdiag diagnose chat.jsonl --fact 'allergic to peanuts' --at 40 --strategy summary\n\n"
         "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
+        "  memdiag diagnose chat.jsonl --chroma ./mem0_db --user-id mia "
+        "--embedding-function default\n\n"
+        "  memdiag diagnose trace.json --fact 'allergic to peanuts' --at 8   (a trace: judged "
+        "from the requests it recorded)\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
     )
 )
@@ -190,6 +194,14 @@ def diagnose(
             help="Exit 1 when a diagnosis falls in these layers: short_term,long_term,none."
         ),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither read nor write the embedding cache of the evidence ranking "
+            "(under the user cache dir, or $MEMDIAG_CACHE_DIR).",
+        ),
+    ] = False,
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
@@ -230,7 +242,12 @@ def diagnose(
             LongTermStores.from_settings(settings) as opened,
             progress("diagnosing", min_total=2) as tick,
         ):
-            diagnoses = run_diagnose(t, settings, failures, opened, progress=tick)
+            # a trace's own windows are the truth unless a simulated strategy is asked for
+            observed = window.strategy in (None, "observed")
+            diagnoses = run_diagnose(
+                t, settings, failures, opened, progress=tick, observed=observed, cache=not no_cache
+            )
+            store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):
             run_state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
@@ -251,6 +268,8 @@ def diagnose(
         "Examples:\n\n"
         "  memdiag inspect-store --facts-file facts.json\n\n"
         "  memdiag inspect-store --chroma ./chroma_db --collection memories --format json\n\n"
+        "  memdiag inspect-store --chroma ./mem0_db --user-id mia    (one user of a mem0 store)\n\n"
+        "  memdiag inspect-store --chroma ./langchain_db --embedding-function default\n\n"
         "  memdiag inspect-store --facts-file facts.json --chroma http://127.0.0.1:8000 "
         "--fail-on warning"
     ),
@@ -305,6 +324,7 @@ def inspect_store(
             progress("auditing", min_total=5000) as tick,
         ):
             report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
+            store_problems(opened.chroma)
         output.to_renderer().audit(report)
         if fail_on is not None:
             worst = SEVERITIES.index(fail_on)

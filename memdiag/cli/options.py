@@ -53,7 +53,10 @@ BudgetOpt = Annotated[
 StrategyOpt = Annotated[
     str | None,
     typer.Option(
-        "--strategy", "-s", help="sliding_window, summary, scratchpad, or all (side by side)."
+        "--strategy",
+        "-s",
+        help="sliding_window, summary, scratchpad, observed (the windows a trace recorded), "
+        "or all (side by side; observed included when the trace recorded windows).",
     ),
 ]
 MaxTurnsOpt = Annotated[
@@ -137,6 +140,25 @@ CollectionOpt = Annotated[
     str | None, typer.Option("--collection", help="Chroma collection (default: all).")
 ]
 TopKOpt = Annotated[int | None, typer.Option("--top-k", help="Memories retrieved per query.")]
+UserIdOpt = Annotated[
+    str | None,
+    typer.Option("--user-id", help="Read one user of a multi-user store (mem0's user_id)."),
+]
+AgentIdOpt = Annotated[
+    str | None, typer.Option("--agent-id", help="Read one agent's memories (mem0's agent_id).")
+]
+RunIdOpt = Annotated[
+    str | None, typer.Option("--run-id", help="Read one run's memories (mem0's run_id).")
+]
+EmbeddingFunctionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedding-function",
+        help="Model that made the vectors of a collection that persisted none (langchain, "
+        "mem0): 'default' (MiniLM, offline) or a provider such as openai or "
+        "openai:text-embedding-3-small (uses its API). Checked against the stored dimension.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -183,12 +205,20 @@ class StoreFlags:
     facts_file: FactsFileOpt = None
     chroma: ChromaOpt = None
     collection: CollectionOpt = None
+    user_id: UserIdOpt = None
+    agent_id: AgentIdOpt = None
+    run_id: RunIdOpt = None
+    embedding_function: EmbeddingFunctionOpt = None
 
     def overrides(self) -> dict[str, Any]:
         return {
             "store.facts_file": str(self.facts_file) if self.facts_file else None,
             "store.chroma": self.chroma,
             "store.collection": self.collection,
+            "store.user_id": self.user_id,
+            "store.agent_id": self.agent_id,
+            "store.run_id": self.run_id,
+            "store.embedding_function": self.embedding_function,
         }
 
 

@@ -18,6 +18,7 @@ from memdiag.errors import MemdiagError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from memdiag.stores.chroma import ChromaStore
     from memdiag.transcript import Transcript
 
 run_state = {"debug": False, "quiet": False, "exit_code": 0}
@@ -101,6 +102,17 @@ def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] 
                 bar.update(task, completed=done, total=total, visible=True, refresh=True)
 
         yield tick
+
+
+def store_problems(store: ChromaStore | None) -> None:
+    """One warning line per collection with records memdiag could not read (read the rest)."""
+    if store is None:
+        return
+    from rich.markup import escape
+
+    err = stderr()
+    for line in store.problems():
+        err.print(f"[yellow]warning:[/] {escape(line)}", markup=True, highlight=False)
 
 
 def load_transcript(

@@ -14,11 +14,19 @@ Each step returns its verdict; this module assembles the frozen :class:`Diagnosi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memdiag.config import Settings
-from memdiag.diagnosis.evidence import search_evidence
+from memdiag.diagnosis.evidence import TOP, EvidenceSearch, rank_failures, search_evidence
 from memdiag.diagnosis.long_term import decide_long_term
+from memdiag.diagnosis.observed import (
+    compare_with_store,
+    decide_observed_short_term,
+    decide_recorded_long_term,
+    request_for,
+    retrievals_for,
+)
 from memdiag.diagnosis.short_term import decide_short_term, kept_at, smallest_budget
 from memdiag.diagnosis.verdicts import (
     LAYER_OF,
@@ -107,17 +115,28 @@ def diagnose(
     stores: LongTermStores | None = None,
     what_if: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    observed: bool = True,
+    *,
+    cache: bool = True,
 ) -> list[Diagnosis]:
-    """Diagnose each failure; the transcript is counted once for all of them.
+    """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
+    all of them.
 
-    ``progress(done, total)`` is called after each failure.
+    ``progress(done, total)`` is called after each failure. With ``observed`` (the default), a
+    transcript that recorded its requests (SPEC §2b) is judged from them, and the simulated
+    strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
+    user cache dir.
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
-    strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
+    simulated = settings.strategy not in ("all", "observed")
+    strategy = settings.strategy if simulated else "sliding_window"
+    observed = observed and bool(transcript.windows)
+    rankings, note = rank_failures(rctx, failures, cache=cache)
     out = []
-    for f in failures:
-        out.append(diagnose_one(rctx, strategy, f, stores, what_if))
+    for f, ranking in zip(failures, rankings, strict=True):
+        search = search_evidence(rctx, f, ranking, note, cache=cache)
+        out.append(diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
         if progress is not None:
             progress(len(out), len(failures))
     return out
@@ -129,18 +148,25 @@ def diagnose_one(
     failure: Failure,
     stores: LongTermStores | None,
     what_if: bool,
+    observed: bool = False,
+    search: EvidenceSearch | None = None,
 ) -> Diagnosis:
     t = rctx.transcript
     turn = t.turn(failure.at_turn)
-    search = search_evidence(rctx, failure)
-    evidence = search.found[:5]
+    request = request_for(t, failure.at_turn, failure.marker_id) if observed else None
+    if search is None:
+        search = search_evidence(rctx, failure)
+    evidence = search.found[:TOP]
     probe = ProbeInfo.of(failure.probe) if failure.probe is not None else None
-    if not evidence:
+    if not search.decisive:
         searched = f"{turn.user_index + 1} messages before turn {turn.number}"
+        if search.reason:
+            searched += f"; {search.reason}"
         return Diagnosis(
             failure.fact,
             failure.at_turn,
             Verdict.never_stated,
+            evidence=evidence,  # the best candidates, none of them close enough
             details=Details(probe, search.semantic_search, searched),
             fixes=(
                 "Not a memory failure: the fact was never stated before this turn. Check the fact "
@@ -149,24 +175,54 @@ def diagnose_one(
             marker_id=failure.marker_id,
             session=turn.session,
         )
-    same_session = [e for e in search.found if e.session == turn.session]
-    if same_session:
-        evidence = tuple(same_session[:5])
+    decisive = search.decisive
+    same_session = [e for e in decisive if e.session == turn.session]
+    if same_session and request is not None:
+        indices = [e.index for e in same_session]
+        outcome, seen = decide_observed_short_term(rctx, failure, indices, request, what_if)
+        details = Details(probe, search.semantic_search, observed=seen)
+    elif same_session:
         outcome, short = decide_short_term(rctx, strategy, failure, what_if)
         details = Details(probe, search.semantic_search, short_term=short)
     else:
-        query = failure.query or rctx.settings.store.query or t.messages[turn.user_index].content
+        recorded = None
+        if request is not None and (stores is None or stores.empty):
+            judged, recorded = decide_recorded_long_term(t, failure, request)
+            if judged is not None:
+                return Diagnosis(
+                    failure.fact,
+                    failure.at_turn,
+                    judged.verdict,
+                    flags=judged.flags,
+                    evidence=evidence,
+                    details=Details(probe, search.semantic_search, recorded=recorded),
+                    fixes=judged.fixes,
+                    marker_id=failure.marker_id,
+                    session=turn.session,
+                )
+        searches = retrievals_for(t, request) if request is not None else []
+        query = (
+            failure.query
+            or rctx.settings.store.query
+            or next((s.query for s in searches if s.query), None)  # what the agent searched
+            or t.messages[turn.user_index].content
+        )
         outcome, long_ = decide_long_term(
             failure.fact,
             query,
-            [e.text for e in evidence],
-            sorted({e.session for e in evidence}),
+            [e.text for e in decisive],
+            sorted({e.session for e in decisive}),
             stores,
             rctx.settings,
             rctx.counter,
             failure.at_turn,
         )
-        details = Details(probe, search.semantic_search, long_term=long_)
+        if request is not None and recorded is None:
+            outcome, recorded = compare_with_store(t, failure, request, outcome, long_)
+        elif recorded is not None and recorded.explanation:  # no store, no recorded search
+            said = recorded.explanation
+            outcome = replace(outcome, fixes=(said[0].upper() + said[1:] + ".", *outcome.fixes))
+        details = Details(probe, search.semantic_search, long_term=long_, recorded=recorded)
     return Diagnosis(
         failure.fact,
         failure.at_turn,

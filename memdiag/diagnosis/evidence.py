@@ -1,63 +1,136 @@
-"""Step 1 of SPEC §7: where fact F was stated before turn T.
+"""Step 1 of SPEC §7: where fact F was stated before turn T, as a ranking.
 
-Evidence named by a benchmark probe comes first; else a lexical search of the messages before
-T; else, when the embedding model is at hand, a semantic search of user sentences (paraphrases).
-The replay is told about evidence found by id or meaning, since the fact's words need not match.
+Evidence named by a benchmark probe comes first (method ``given``). Otherwise every message
+before T, from every speaker, is ranked by :mod:`memdiag.ranking` (exact, lexical, semantic and
+temporal rankers, fused); the top candidates are reported with their score and method whatever
+their absolute score, and the fact counts as stated when one of the top three reaches a
+threshold calibrated on a real conversation (benchmarks/bench_evidence.py). Those candidates
+("decisive") place the fact in a session, and the replay is told about them, since the fact's
+words need not match theirs.
+
+All facts of one ``diagnose`` are ranked in one pass: every message is embedded once per run
+(and cached across runs unless ``cache`` is off).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from memdiag.diagnosis.verdicts import Failure
 from memdiag.facts import Evidence, find_evidence
+from memdiag.ranking import Candidate, Ranking, evidence_index
 from memdiag.replay import EVIDENCE_ROLES, ReplayContext
+
+TOP = 5  # candidates reported per fact
 
 
 @dataclass(frozen=True)
 class EvidenceSearch:
-    """The evidence found (best first) and, when it ran, what the semantic search did."""
+    """The ranked candidates (best first), which of them place the fact, and how it was found."""
 
-    found: tuple[Evidence, ...]
-    semantic_search: str | None = None
+    found: tuple[Evidence, ...]  # reported: the top candidates, stated or not
+    decisive: tuple[Evidence, ...]  # those that reach the threshold (empty: never stated)
+    semantic_search: str | None = None  # what the semantic ranker did, or why it did not run
+    reason: str | None = None  # why the fact counts as stated or not
 
 
-def search_evidence(rctx: ReplayContext, failure: Failure) -> EvidenceSearch:
+def rank_failures(
+    rctx: ReplayContext, failures: Sequence[Failure], *, cache: bool = True
+) -> tuple[list[Ranking | None], str | None]:
+    """One ranking per failure (None where a probe names its evidence), in one pass, and what
+    the semantic ranker did (or why it did not run)."""
+    t = rctx.transcript
+    wanted = [
+        (k, f.fact, t.turn(f.at_turn).user_index + 1)
+        for k, f in enumerate(failures)
+        if not given_evidence(rctx, f, t.turn(f.at_turn).user_index, remember=False)
+    ]
+    out: list[Ranking | None] = [None] * len(failures)
+    if not wanted:
+        return out, None
+    index, note = evidence_index(t, cache=cache, roles=EVIDENCE_ROLES)
+    try:
+        ranked = index.rank([(fact, before) for _, fact, before in wanted], top=TOP)
+    finally:
+        if index.cache is not None:
+            index.cache.close()
+    s = index.stats
+    if index.embedder is not None:
+        note = (
+            f"{s.sentences} sentences of every speaker compared "
+            f"({s.embedded} embedded, {s.sentences - s.embedded} from the cache)"
+            if index.cache is not None
+            else f"{s.sentences} sentences of every speaker compared (cache off)"
+        )
+        if s.dense_from:
+            note += f"; the {s.dense_from} oldest messages by their words only"
+    for (k, _, _), r in zip(wanted, ranked, strict=True):
+        out[k] = r
+    return out, note
+
+
+def search_evidence(
+    rctx: ReplayContext,
+    failure: Failure,
+    ranking: Ranking | None = None,
+    note: str | None = None,
+    *,
+    cache: bool = True,
+) -> EvidenceSearch:
+    """The evidence of one failure: given by its probe, or ranked (see ``rank_failures``,
+    which ranks the facts of a whole run at once; alone, this ranks just ``failure``)."""
     t = rctx.transcript
     user_index = t.turn(failure.at_turn).user_index
-    found = given_evidence(rctx, failure, user_index) or find_evidence(
-        failure.fact, t.messages, before=user_index + 1, roles=EVIDENCE_ROLES
+    given = given_evidence(rctx, failure, user_index)
+    if given:
+        return EvidenceSearch(tuple(given), tuple(given))
+    if ranking is None:
+        (ranking,), note = rank_failures(rctx, [failure], cache=cache)
+        assert ranking is not None
+    # the fact's own words, nearly all of them, in one message: these place the fact first
+    # (as before ranking existed); the ranking's calibrated candidates only when there are none
+    matched = find_evidence(failure.fact, t.messages, before=user_index + 1, roles=EVIDENCE_ROLES)
+    matched = [e for e in matched if not t.messages[e.index].forgot]
+    ranked = [_evidence(c) for c in ranking.candidates]
+    if matched:
+        strong = {e.index for e in matched}
+        found = tuple(replace(e, passes=e.index in strong) for e in ranked)
+        decisive = tuple(matched)
+        reason = f"{matched[0].method} match ({matched[0].score:.2f})"
+    else:
+        found = tuple(ranked)
+        decisive = tuple(e for e in found if e.passes) if ranking.stated else ()
+        reason = ranking.reason
+    if not decisive:
+        return EvidenceSearch(found, (), note, reason)
+    # the replay follows these messages as well as those whose words match the fact's
+    known = rctx.evidence_of(failure.fact)
+    rctx.remember_evidence(failure.fact, [*known, *(e.index for e in decisive)])
+    return EvidenceSearch(found, decisive, note, reason)
+
+
+def _evidence(c: Candidate) -> Evidence:
+    """A candidate as evidence: its score is the one of the method that placed it."""
+    score = c.scores.get(c.method, 0.0)
+    scores = {**c.scores, "fused": c.score}
+    return Evidence(
+        c.index, c.id, c.turn, c.session, c.text, round(score, 3), c.method, scores, c.passes
     )
-    if found:
-        return EvidenceSearch(tuple(found))
-    semantic, note = semantic_evidence(rctx, failure.fact, user_index + 1)
-    if semantic:  # the replay follows these messages, since the words do not match
-        rctx.remember_evidence(failure.fact, [e.index for e in semantic])
-    return EvidenceSearch(tuple(semantic), note)
 
 
-def given_evidence(rctx: ReplayContext, failure: Failure, user_index: int) -> list[Evidence]:
+def given_evidence(
+    rctx: ReplayContext, failure: Failure, user_index: int, *, remember: bool = True
+) -> list[Evidence]:
     """Evidence named by a benchmark probe (dia_id / has_answer), when it resolves."""
     if not failure.evidence_ids:
         return []
     by_id = {m.id: m for m in rctx.transcript.messages}
     found = [
-        Evidence(m.index, m.id, m.turn, m.session, m.content, 1.0, "given")
+        Evidence(m.index, m.id, m.turn, m.session, m.content, 1.0, "given", {}, True)
         for m in (by_id.get(i) for i in failure.evidence_ids)
         if m is not None and m.index <= user_index
     ]
-    if found:  # the replay follows these messages: the answer need not be worded as in them
+    if found and remember:  # the replay follows these: the answer need not be worded as in them
         rctx.remember_evidence(failure.fact, [e.index for e in found])
     return sorted(found, key=lambda e: -e.index)
-
-
-def semantic_evidence(rctx: ReplayContext, fact: str, before: int) -> tuple[list[Evidence], str]:
-    """Paraphrases, when lexical search found nothing and the embedding model is at hand."""
-    from memdiag.facts import find_semantic_evidence
-    from memdiag.stores.embeddings import default_embedder
-
-    embedder, reason = default_embedder()
-    if embedder is None:
-        return [], f"skipped: {reason}"
-    found, searched = find_semantic_evidence(fact, rctx.transcript.messages, before, embedder)
-    return found, f"{searched} user sentences compared"

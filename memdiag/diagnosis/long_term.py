@@ -28,7 +28,7 @@ from memdiag.facts import match
 
 if TYPE_CHECKING:
     from memdiag.config import Settings
-    from memdiag.stores.chroma import ChromaStore, Hit
+    from memdiag.stores.chroma import ChromaStore, Hit, MemoryRecord
     from memdiag.stores.facts_file import FactEntry, FactsFile
     from memdiag.stores.open import LongTermStores
     from memdiag.tokens import TokenCounter
@@ -224,7 +224,7 @@ def _vector_store(
             Outcome(Verdict.long_term_not_retrieved, (fix,)), found, retrieval=retrieval
         )
     assert own is not None
-    stale = _contradicting(fact, record.document or "", hits[:top_k], wanted)
+    stale = _contradicting(fact, record, hits[:top_k], wanted)
     if stale:
         outranks = [s.id for s in stale if s.rank < own.rank]
         fix = (
@@ -272,13 +272,17 @@ def _is_strong(fact: str, texts: list[str]) -> bool:
 def _fields(text: str, single_only: bool = False) -> dict[str, str]:
     """Extracted field → value; ``single_only`` keeps fields that hold one value at a time.
 
-    Stored memories are usually third person ("User lives in Berlin"); the extractor reads
-    first-person statements, so they are rewritten first, as the store audit does.
+    Stored memories are written in any phrasing ("User lives in Berlin", "Lives in Berlin"):
+    they are read as the store audit reads them (``Extractor.read_memory``).
     """
     from memdiag.extract import default_extractor
-    from memdiag.text import as_first_person
 
-    return default_extractor().stated(as_first_person(text), single_only)
+    ex = default_extractor()
+    return {
+        e.field: e.value.casefold()
+        for e in ex.read_memory(text)
+        if not (single_only and ex.is_multi(e.field))
+    }
 
 
 def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[FactEntry, str] | None:
@@ -314,18 +318,14 @@ def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[Fact
 
 
 def _contradicting(
-    fact: str, own_doc: str, hits: list[Hit], own_ids: set[str]
+    fact: str, record: MemoryRecord, hits: list[Hit], own_ids: set[str]
 ) -> list[Contradiction]:
-    """Hits that give another value for a field the fact (or its record) states."""
-    fields = _fields(fact, True) or _fields(own_doc, True)
-    if not fields:
-        return []
-    out = []
-    for h in hits:
-        if h.id in own_ids or not h.document:
-            continue
-        for name, value in _fields(h.document, True).items():
-            if name in fields and value != fields[name]:
-                out.append(Contradiction(h.id, h.rank, name, value, h.document))
-                break
-    return out
+    """Hits that give another value for a field the fact (or its record) states: from their
+    text or from the same metadata key, and only from the record's own tenant (SPEC §6)."""
+    from memdiag.stores.memories import contradictions
+
+    found = contradictions(fact, record.document or "", record.metadata, hits, own_ids)
+    return [
+        Contradiction(c.id, c.rank, c.field, c.value.casefold(), c.document, c.how, c.older)
+        for c in found
+    ]

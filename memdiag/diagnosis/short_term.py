@@ -79,10 +79,10 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
 
 def what_if_short_term(rctx: ReplayContext, failure: Failure) -> WhatIf:
     """Which strategies keep the fact at the same budget, and the smallest sliding budget."""
-    from memdiag.strategies import STRATEGIES
+    from memdiag.strategies import SIMULATED
 
     kept = {}
-    for name in STRATEGIES:
+    for name in SIMULATED:  # `observed` is what happened, not a strategy one could pick
         try:
             kept[name] = kept_at(rctx, name, failure.fact, failure.at_turn)
         except ImportError:  # a strategy module that is not installed

@@ -213,6 +213,8 @@ class Contradiction:
     field: str
     value: str
     document: str
+    how: str = "text"  # where the field came from: the text, or a metadata key
+    older: bool | None = None  # older than the fact's own record (None: a date is missing)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -221,6 +223,8 @@ class Contradiction:
             "field": self.field,
             "value": self.value,
             "document": self.document,
+            "how": self.how,
+            "older": self.older,
         }
 
 
@@ -284,6 +288,96 @@ class LongTermDetails:
 
 
 @dataclass(frozen=True)
+class ObservedDetails:
+    """The recorded request that produced the failing reply (SPEC §2b) and what it held."""
+
+    request: str  # id of the reply the request produced
+    request_turn: int
+    window_ids: tuple[str, ...]
+    tokens: int  # recounted exactly
+    reported_prompt_tokens: int | None  # what the provider reported, when the trace has it
+    source: str | None = None
+    tokens_exact: bool = True  # False: an opaque item of unknown size is not in `tokens`
+    kept_by: str | None = None
+    last_seen_turn: int | None = None
+    last_seen_request: str | None = None
+    lost_at_turn: int | None = None
+    mechanism: str | None = None  # evicted | summarized_away | compacted
+    explanation: str | None = None
+    what_if: WhatIf | None = None
+    what_if_budget: int | None = None  # the agent's own size: its largest request, or --budget
+
+    def to_dict(self) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "request": self.request,
+            "request_turn": self.request_turn,
+            "window_ids": list(self.window_ids),
+            "tokens": self.tokens,
+            "reported_prompt_tokens": self.reported_prompt_tokens,
+        }
+        if self.source is not None:
+            request["source"] = self.source
+        if not self.tokens_exact:
+            request["tokens_exact"] = False
+        if self.last_seen_turn is not None:
+            request["last_seen_turn"] = self.last_seen_turn
+            request["last_seen_request"] = self.last_seen_request
+        out: dict[str, Any] = {"strategy": "observed", "observed": request}
+        if self.kept_by is not None:
+            out["kept_by"] = self.kept_by
+            return out
+        out["lost_at_turn"] = self.lost_at_turn
+        out["mechanism"] = self.mechanism
+        out["explanation"] = self.explanation
+        if self.what_if is not None:
+            out["what_if"] = {**self.what_if.to_dict(), "budget": self.what_if_budget}
+        return out
+
+
+@dataclass(frozen=True)
+class RecordedSearch:
+    """A memory search the trace recorded for the failing request, with what came back."""
+
+    query: str
+    before: str
+    records: tuple[tuple[str, float | None], ...]  # (id, score)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "before": self.before,
+            "records": [{"id": i, "score": score} for i, score in self.records],
+        }
+
+
+@dataclass(frozen=True)
+class RecordedDetails:
+    """What the trace shows of long-term memory at the failure turn (SPEC §2b)."""
+
+    request: str
+    searches: tuple[RecordedSearch, ...] = ()
+    retrieved: tuple[str, ...] = ()  # ids of recorded records that state the fact
+    kept_by: str | None = None  # what in the request held it
+    explanation: str | None = None
+    fresh_query_found: bool | None = None  # with a store: a fresh query retrieves it
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "recorded_retrieval": [s.to_dict() for s in self.searches] or None,
+            "recorded_found": bool(self.retrieved),
+        }
+        if self.retrieved:
+            out["retrieved"] = list(self.retrieved)
+        if self.kept_by is not None:
+            out["kept_by"] = self.kept_by
+        if self.explanation is not None:
+            out["explanation"] = self.explanation
+        if self.fresh_query_found is not None:
+            out["fresh_query_found"] = self.fresh_query_found
+        return out
+
+
+@dataclass(frozen=True)
 class Details:
     """Everything diagnose looked at; each part is None when its decision did not run."""
 
@@ -292,17 +386,27 @@ class Details:
     searched: str | None = None  # never stated: what was searched
     short_term: ShortTermDetails | None = None
     long_term: LongTermDetails | None = None
+    observed: ObservedDetails | None = None  # judged from a trace's recorded request
+    recorded: RecordedDetails | None = None  # long-term, from a trace's recorded searches
 
     @property
     def lost_at_turn(self) -> int | None:
+        if self.observed is not None:
+            return self.observed.lost_at_turn
         return self.short_term.lost_at_turn if self.short_term else None
 
     @property
     def mechanism(self) -> str | None:
+        if self.observed is not None:
+            return self.observed.mechanism
         return self.short_term.mechanism if self.short_term else None
 
     @property
     def kept_by(self) -> str | None:
+        if self.observed is not None:
+            return self.observed.kept_by
+        if self.recorded is not None and self.recorded.kept_by is not None:
+            return self.recorded.kept_by
         return self.short_term.kept_by if self.short_term else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -317,6 +421,10 @@ class Details:
             out.update(self.short_term.to_dict())
         if self.long_term is not None:
             out.update(self.long_term.to_dict())
+        if self.observed is not None:
+            out.update(self.observed.to_dict())
+        if self.recorded is not None:
+            out.update(self.recorded.to_dict())
         return out
 
 
@@ -363,6 +471,8 @@ class Diagnosis:
                     "text": e.text,
                     "score": e.score,
                     "method": e.method,
+                    "stated": e.passes,
+                    "scores": dict(e.scores),
                 }
                 for e in self.evidence
             ],

@@ -173,10 +173,38 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
         f" · {sum(r.overflow for r in res.turns)} over budget",
         style="bold",
     )
+    if res.calls:
+        render_calls(console, res)
     if res.final is not None and res.final.pinned:
         console.print(Panel(Text(res.final.pinned), title="pinned at last turn", expand=False))
     if res.final is not None and res.final.summary:
         console.print(Panel(Text(res.final.summary), title="summary at last turn", expand=False))
+
+
+def render_calls(console: Console, res: StrategyReplay) -> None:
+    """Recorded requests: tokens recounted exactly beside the provider's reported prompt tokens."""
+    reported = [c for c in res.calls if c.reported is not None]
+    if not reported:
+        console.print(f"{len(res.calls)} recorded requests (no provider token counts)", style="dim")
+        return
+    table = Table(
+        title="recorded requests: recounted vs reported prompt tokens", title_justify="left"
+    )
+    for col in ("turn", "reply", "recounted", "reported", "difference"):
+        table.add_column(col, justify="left" if col == "reply" else "right")
+    shown = reported if len(reported) <= 2 * CHANGES_SHOWN else reported[:CHANGES_SHOWN]
+    for c in shown:
+        diff = c.difference or 0
+        table.add_row(
+            str(c.turn),
+            c.before,
+            str(c.recounted) if c.exact else f"≥{c.recounted}",
+            str(c.reported),
+            Text(f"{diff:+d}", style="yellow" if diff else "green"),
+        )
+    console.print(table)
+    if len(shown) < len(reported):
+        console.print(f"      … {len(reported) - len(shown)} more (--format json)", style="dim")
 
 
 def render_survival(console: Console, report: ReplayReport) -> None:
@@ -220,13 +248,26 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         body.append("\n")
         body.append("evidence ", style="dim")
         det = d.details
-        if not d.evidence:
+        stated = any(e.passes for e in d.evidence)
+        if not stated:  # never stated: what was searched, then the nearest candidates
             body.append((det.searched or "none found") + "\n")
         for k, e in enumerate(d.evidence[:3]):
-            if k:
-                body.append("         ")
+            if k or not stated:
+                body.append("nearest  " if not stated and not k else "         ", style="dim")
             body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
             body.append(f"“{_clip(e.text)}”\n", style="italic")
+        seen = det.observed
+        if seen is not None:
+            body.append("request  ", style="dim")
+            size = f"{seen.tokens}" if seen.tokens_exact else f"at least {seen.tokens}"
+            body.append(f"{seen.request} (turn {seen.request_turn}): {size} tokens")
+            if seen.reported_prompt_tokens is not None:
+                diff = seen.reported_prompt_tokens - seen.tokens
+                body.append(f", provider reported {seen.reported_prompt_tokens} ({diff:+d})")
+            body.append("\n")
+            if seen.lost_at_turn is not None:
+                body.append("lost     ", style="dim")
+                body.append(f"turn {seen.lost_at_turn} ({seen.mechanism}), observed\n")
         short = det.short_term
         if short is not None and short.lost_at_turn is not None:
             body.append("lost     ", style="dim")
@@ -237,13 +278,16 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         if short is not None:
             body.append("window   ", style="dim")
             body.append(f"{short.window_tokens}/{short.budget} tokens at turn {d.at_turn}\n")
-        wi = short.what_if if short is not None else None
+        wi = short.what_if if short is not None else (seen.what_if if seen is not None else None)
         if wi is not None:
             kept = ", ".join(
                 f"{k} {'keeps' if v else 'loses'}" for k, v in wi.kept_by_strategy.items()
             )
+            at = f" at {seen.what_if_budget} tokens" if seen is not None else ""
             body.append("what-if  ", style="dim")
-            body.append(f"{kept}; smallest sliding budget {wi.smallest_sliding_window_budget}\n")
+            body.append(
+                f"{kept}{at}; smallest sliding budget {wi.smallest_sliding_window_budget}\n"
+            )
         for key, value in _store_lines(det):
             body.append(f"{key:<9}", style="dim")
             body.append(f"{plain(value)}\n")
@@ -276,6 +320,8 @@ def _store_lines(det: Details) -> list[tuple[str, object]]:
     """What the long-term checks and the semantic search saw, one (label, value) per line."""
     lt = det.long_term
     lines: list[tuple[str, object]] = []
+    if det.recorded is not None and det.recorded.searches:
+        lines.append(("recorded", [s.to_dict() for s in det.recorded.searches]))
     if lt is not None:
         if lt.retrieval is not None:
             lines.append(("retrieval", lt.retrieval.to_dict()))
@@ -286,7 +332,7 @@ def _store_lines(det: Details) -> list[tuple[str, object]]:
         if lt.skipped_reason is not None:
             lines.append(("skipped_reason", lt.skipped_reason))
     if det.semantic_search is not None:
-        lines.append(("semantic_search", det.semantic_search))
+        lines.append(("semantic", det.semantic_search))
     return lines
 
 
@@ -347,9 +393,17 @@ def render_audit(console: Console, report: AuditReport) -> None:
                 f"chroma {s.mode}",
                 f"{s.count} records",
                 Text(
-                    f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
+                    (f"layout {s.layout.name} (text in {s.layout.text_from}), " if s.layout else "")
+                    + (
+                        f"{s.scope}: {s.records_read} read, {s.out_of_scope} other tenants' "
+                        "records left out, "
+                        if s.scope
+                        else ""
+                    )
+                    + f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
                     f"retrieval checks {retrieval}"
                     + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
+                    + "".join(f"\n{p}" for p in s.problems)
                 ),
             )
     console.print(stores)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
 from memdiag.replay import FactSurvival, StrategyReplay, TurnRecord
+from memdiag.strategies.observed import CallTokens
 
 if TYPE_CHECKING:
     from memdiag.checks import CaseResult, CheckReport
@@ -62,6 +63,7 @@ def replay_json(
             r.name: {
                 "turns": [turn_json(t) for t in r.turns],
                 "facts": [fact_json(f) for f in r.facts],
+                **({"calls": [call_json(c) for c in r.calls]} if r.name == "observed" else {}),
             }
             for r in results
         },
@@ -128,6 +130,19 @@ def _turn_text(r: TurnRecord, pad: str) -> str:
     if r.overflow:
         parts.append(f'{p}"overflow": true')
     return f"{pad}{{\n" + ",\n".join(parts) + f"\n{pad}}}"
+
+
+def call_json(c: CallTokens) -> dict[str, Any]:
+    """A recorded request: tokens recounted exactly beside the provider's reported count."""
+    return {
+        "turn": c.turn,
+        "before": c.before,
+        "tokens": c.recounted,
+        "reported_prompt_tokens": c.reported,
+        "difference": c.difference,
+        "model": c.model,
+        "exact": c.exact,
+    }
 
 
 def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:

@@ -22,10 +22,23 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import StoreError, UnavailableError
-from memdiag.stores.embeddings import embedding_function_name, resolve_embedding_function
+from memdiag.stores.embeddings import embedding_function_name
+from memdiag.stores.records import CollectionData, MemoryRecord
+
+__all__ = [
+    "ChromaStore",
+    "CollectionData",
+    "CollectionInfo",
+    "Hit",
+    "MemoryRecord",
+    "open_chroma",
+    "validate_store_dir",
+]
 
 if TYPE_CHECKING:  # numpy and chromadb are imported lazily: `memdiag --help` must stay instant
     import numpy as np
+
+    from memdiag.stores.layouts import LayoutRead, ReadOptions
 
 Progress = Callable[[int, int], None]
 
@@ -56,37 +69,6 @@ class CollectionInfo:
             and self.legacy_space is not None
             and self.configured_space != self.legacy_space
         )
-
-
-@dataclass(frozen=True, eq=False)
-class MemoryRecord:
-    """One stored memory. ``embedding`` is a float32 row (a view into the collection matrix)."""
-
-    id: str
-    document: str | None
-    metadata: dict[str, Any]
-    embedding: np.ndarray | None
-    collection: str
-
-
-@dataclass(frozen=True, eq=False)
-class CollectionData:
-    """A whole collection in columns; ``embeddings`` is an (n, dim) float32 matrix or None."""
-
-    name: str
-    ids: list[str]
-    documents: list[str | None]
-    metadatas: list[dict[str, Any]]
-    embeddings: np.ndarray | None
-
-    def records(self) -> list[MemoryRecord]:
-        """The same data as one ``MemoryRecord`` per row."""
-        emb = self.embeddings
-        rows = zip(self.ids, self.documents, self.metadatas, strict=True)
-        return [
-            MemoryRecord(i, d, m, None if emb is None else emb[n], self.name)
-            for n, (i, d, m) in enumerate(rows)
-        ]
 
 
 @dataclass(frozen=True)
@@ -153,13 +135,23 @@ def validate_store_dir(path: Path) -> Path:
 class ChromaStore:
     """A read-only view of a Chroma store (use as a context manager; see ``open_chroma``)."""
 
-    def __init__(self, spec: str, client: Any, tempdir: Path | None, kind: str) -> None:
+    def __init__(
+        self,
+        spec: str,
+        client: Any,
+        tempdir: Path | None,
+        kind: str,
+        options: ReadOptions | None = None,
+    ) -> None:
+        from memdiag.stores.layouts import ReadOptions
+
         self.spec = spec
         self.kind = kind  # "directory" or "server"
+        self.options = options or ReadOptions()  # tenant scope, --embedding-function
         self._client = client
         self._tempdir = tempdir
         self._collections: dict[str, Any] = {}
-        self._read_cache: dict[str, CollectionData] = {}
+        self._memories: dict[str, LayoutRead] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -167,7 +159,7 @@ class ChromaStore:
         """Release the client and delete the temporary copy."""
         client, self._client = self._client, None
         self._collections.clear()
-        self._read_cache.clear()
+        self._memories.clear()
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close()
@@ -318,19 +310,50 @@ class ChromaStore:
                 matrix = matrix[:offset]
         return CollectionData(name, ids, docs, metas, matrix if include_embeddings else None)
 
+    def memories(
+        self, name: str, page_size: int = 5000, progress: Progress | None = None
+    ) -> LayoutRead:
+        """``name`` read as its library wrote it (``memdiag.stores.layouts``), memoized.
+
+        The text is in ``documents`` wherever the library kept it (mem0: metadata ``data``),
+        the library's own metadata keys are removed, and the tenant scope is applied.
+        """
+        from memdiag.stores.layouts import read_layout
+
+        if name not in self._memories:
+            raw = self.read(name, True, page_size, progress)
+            self._memories[name] = read_layout(raw, self.options.scope)
+        return self._memories[name]
+
     def cached_read(self, name: str) -> CollectionData:
-        """``read(name)`` with embeddings, memoized: diagnose looks up many facts per store."""
-        if name not in self._read_cache:
-            self._read_cache[name] = self.read(name)
-        return self._read_cache[name]
+        """The memories of ``name`` (see ``memories``): diagnose looks up many facts per store."""
+        return self.memories(name).data
+
+    def problems(self) -> list[str]:
+        """One line per collection read so far whose records could not all be read."""
+        return [p for m in self._memories.values() for p in m.problems]
+
+    def memory_collections(self) -> list[str]:
+        """Collection names without the libraries' own bookkeeping (mem0's ``mem0migrations``)."""
+        from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS
+
+        return [n for n in self.collection_names() if n not in BOOKKEEPING_COLLECTIONS]
 
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
-        """The collection's persisted embedding function if it runs offline, else (None, why)."""
+        """The function that embeds queries for ``name``, or (None, why and what would fit).
+
+        The persisted one when it runs offline; for a collection that persisted none, the one
+        named by ``--embedding-function`` (checked against the stored dimension).
+        """
+        from memdiag.stores.embedding_names import resolve_for_collection
+
         col = self._collection(name)
         config = self._call(
             f"cannot read the configuration of {name!r}", lambda: col.configuration_json
         )
-        return resolve_embedding_function(config)
+        return resolve_for_collection(
+            config, lambda: self.collection_info(name).dimension, name, self.options
+        )
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
         """Chroma's own nearest-neighbour query for one vector: its ranks and distances."""
@@ -338,11 +361,17 @@ class ChromaStore:
         count = int(self._call(f"cannot count {name!r}", col.count))
         if count == 0 or k <= 0:
             return []
+        from memdiag.stores.layouts import own_metadata, record_text
+
+        memories = self.memories(name)
+        # a multi-tenant store is queried as its library queries it: one tenant at a time
+        where = self.options.scope.where() if memories.scoped else None
         res = self._call(
             f"cannot query collection {name!r}",
             lambda: col.query(
                 query_embeddings=[list(map(float, vector))],
                 n_results=min(k, count),
+                where=where,
                 include=["documents", "metadatas", "distances"],
             ),
         )
@@ -350,8 +379,16 @@ class ChromaStore:
         dists = res["distances"][0]
         docs = (res.get("documents") or [[None] * len(ids)])[0]
         metas = (res.get("metadatas") or [[None] * len(ids)])[0]
+        layout = memories.layout
         return [
-            Hit(i, r, float(d), doc, dict(m) if m else {}, name)
+            Hit(
+                i,
+                r,
+                float(d),
+                record_text(layout, doc, m or {}),
+                own_metadata(layout, m or {}),
+                name,
+            )
             for r, (i, d, doc, m) in enumerate(zip(ids, dists, docs, metas, strict=True), 1)
         ]
 
@@ -417,13 +454,16 @@ def _open_directory(spec: str) -> ChromaStore:
     return ChromaStore(str(src), client, tempdir, "directory")
 
 
-def open_chroma(spec: str) -> ChromaStore:
+def open_chroma(spec: str, options: ReadOptions | None = None) -> ChromaStore:
     """Open a Chroma store read-only: a persistent directory or ``http(s)://host:port``.
 
     A directory is validated without writing and then read from a temporary copy; the user's
     files are never modified. Raises ``StoreError`` (not a store, corrupt, unreadable) or
     ``UnavailableError`` (server unreachable).
     """
-    if spec.startswith(("http://", "https://")):
-        return _open_server(spec)
-    return _open_directory(spec)
+    store = (
+        _open_server(spec) if spec.startswith(("http://", "https://")) else _open_directory(spec)
+    )
+    if options is not None:
+        store.options = options
+    return store

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memdiag.config import Settings
     from memdiag.stores.chroma import ChromaStore
     from memdiag.stores.facts_file import FactEntry, FactsFile
+    from memdiag.stores.layouts import ReadOptions
     from memdiag.tokens import TokenCounter
 
 PROFILE_HEADER = "Known facts about the user:"
@@ -36,7 +37,11 @@ class LongTermStores:
 
     @classmethod
     def open(
-        cls, facts_file: str | None, chroma: str | None, collection: str | None
+        cls,
+        facts_file: str | None,
+        chroma: str | None,
+        collection: str | None,
+        options: ReadOptions | None = None,
     ) -> LongTermStores:
         facts = None
         store = None
@@ -47,14 +52,18 @@ class LongTermStores:
         if chroma:
             from memdiag.stores.chroma import open_chroma
 
-            store = open_chroma(chroma)
+            store = open_chroma(chroma, options)
         return cls(facts, store, collection)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LongTermStores:
         """The stores named by ``settings.store`` (possibly none: then ``empty`` is true)."""
+        from memdiag.stores.layouts import ReadOptions, Scope
+
         s = settings.store
-        return cls.open(s.facts_file, s.chroma, s.collection)
+        # one tenant of a multi-user store; the model of a collection that persisted none
+        options = ReadOptions(Scope(s.user_id, s.agent_id, s.run_id), s.embedding_function)
+        return cls.open(s.facts_file, s.chroma, s.collection, options)
 
     def close(self) -> None:
         if self.chroma is not None:

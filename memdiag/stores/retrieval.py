@@ -27,7 +27,9 @@ class StoreMatch:
 
 
 def _collections(store: ChromaStore, collection: str | None) -> list[str]:
-    return [collection] if collection else store.collection_names()
+    # a library's own bookkeeping (mem0migrations) holds no memories and may have another
+    # dimension (older mem0 wrote a 1536-d placeholder): never searched
+    return [collection] if collection else store.memory_collections()
 
 
 def locate(

@@ -30,11 +30,19 @@ def _scratchpad(ctx: StrategyContext, settings: Settings, budget: int) -> Strate
     return make_scratchpad(ctx, budget, settings.scratchpad, settings.sliding_window.max_turns)
 
 
+def _observed(ctx: StrategyContext, settings: Settings, budget: int) -> Strategy:
+    from memdiag.strategies.observed import Observed
+
+    return Observed(ctx, budget)
+
+
 STRATEGIES: dict[str, Callable[[StrategyContext, Settings, int], Strategy]] = {
     "sliding_window": _sliding,
     "summary": _summary,
     "scratchpad": _scratchpad,
+    "observed": _observed,  # the windows a trace recorded (SPEC §2b), not a simulation
 }
+SIMULATED = ("sliding_window", "summary", "scratchpad")
 
 
 def _unknown_strategy(name: str) -> UsageError:
@@ -62,6 +70,7 @@ def validate_settings(settings: Settings) -> Settings:
 
 
 __all__ = [
+    "SIMULATED",
     "STRATEGIES",
     "Fit",
     "Strategy",

@@ -67,6 +67,7 @@ class Fit:
     scratchpad_tokens: int = 0
     summary_tokens: int = 0
     message_tokens: int = 0
+    memory_tokens: int = 0  # memories the strategy itself put in the window (observed)
     overflow: bool = False  # the newest unit alone does not fit the budget
     summary_changed: bool = False
     pinned_changed: bool = False

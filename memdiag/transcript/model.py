@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from memdiag.transcript.events import RawRetrieval, RawWindow, RetrievalEvent, WindowEvent, resolve
+
 ROLES = ("system", "user", "assistant", "tool")
 
 
@@ -111,6 +113,16 @@ class Transcript:
     warnings: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()  # a benchmark's questions (LoCoMo, LongMemEval)
     probe_problems: tuple[ReadProblem, ...] = ()  # what keeps the probes from being complete
+    windows: tuple[WindowEvent, ...] = ()  # observed requests (SPEC §2b), by `before`
+    retrievals: tuple[RetrievalEvent, ...] = ()  # recorded memory searches, by `before`
+
+    def window_at(self, number: int) -> WindowEvent | None:
+        """The observed request of turn ``number`` that produced its final reply, if recorded."""
+        found = None
+        for w in self.windows:
+            if self.messages[w.before].turn == number:
+                found = w
+        return found
 
     def message(self, message_id: str) -> Message:
         for m in self.messages:
@@ -166,7 +178,8 @@ class RawSummary:
 
 
 # a reader may yield the probes of a benchmark, and why some could not be read, along its messages
-RawItem = RawMessage | RawSession | RawSummary | Probe | ReadProblem
+# and what a trace recorded of each request and memory search (SPEC §2b)
+RawItem = RawMessage | RawSession | RawSummary | Probe | ReadProblem | RawWindow | RawRetrieval
 
 DEFAULT_SESSION = "s1"
 
@@ -189,6 +202,7 @@ def build(
     session_ts: dict[str, str] = {}
     pending_summaries: list[RawSummary] = []
     summary_after: list[int] = []
+    pending_events: list[tuple[RawWindow | RawRetrieval, int]] = []
     seen_ids: set[str] = set()
     session: str | None = None
     turn = 0
@@ -233,6 +247,9 @@ def build(
         if isinstance(item, RawSummary):
             pending_summaries.append(item)
             summary_after.append(len(messages) - 1)
+            continue
+        if isinstance(item, (RawWindow, RawRetrieval)):
+            pending_events.append((item, len(messages)))
             continue
         if item.session is not None:
             enter_session(str(item.session), item.ts)
@@ -294,6 +311,7 @@ def build(
             )
         owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
         summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line))
+    windows, retrievals = resolve(pending_events, messages, path)
 
     return Transcript(
         path=path,
@@ -307,6 +325,8 @@ def build(
         warnings=tuple(warn),
         probes=tuple(probes),
         probe_problems=tuple(probe_problems),
+        windows=windows,
+        retrievals=retrievals,
     )
 
 

@@ -68,6 +68,12 @@ def to_canonical(transcript: Transcript) -> Iterator[dict[str, Any]]:
             next_summary += 1
             yield record
 
+    # observed requests and searches follow the message they produced (ids resolve on reading)
+    events: dict[int, list[dict[str, Any]]] = {}
+    for retrieval in transcript.retrievals:
+        events.setdefault(retrieval.before, []).append(retrieval.record())
+    for window in transcript.windows:
+        events.setdefault(window.before, []).append(window.record())
     yield from summaries_through(-1)
     current: str | None = None
     for message in messages:
@@ -76,6 +82,7 @@ def to_canonical(transcript: Transcript) -> Iterator[dict[str, Any]]:
             yield session_line(message.session)
         current = message.session
         yield _message_record(message)
+        yield from events.get(message.index, ())
         yield from summaries_through(message.index)
     yield from summaries_through(len(messages))
     if with_sessions:

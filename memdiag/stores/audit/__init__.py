@@ -52,6 +52,7 @@ from memdiag.stores.tiers import TIERS
 if TYPE_CHECKING:
     from memdiag.stores.chroma import ChromaStore, CollectionInfo
     from memdiag.stores.facts_file import FactsFile
+    from memdiag.stores.layouts import LayoutRead
 
 __all__ = [
     "KINDS",
@@ -78,7 +79,9 @@ def _facts_summary(facts: FactsFile) -> FactsFileSummary:
     )
 
 
-def _collection_summary(store: ChromaStore, info: CollectionInfo) -> ChromaCollectionSummary:
+def _collection_summary(
+    store: ChromaStore, info: CollectionInfo, memories: LayoutRead
+) -> ChromaCollectionSummary:
     ef, reason = store.embedding_function(info.name)
     return ChromaCollectionSummary(
         location=store.spec,
@@ -92,6 +95,32 @@ def _collection_summary(store: ChromaStore, info: CollectionInfo) -> ChromaColle
         embedding_function=info.embedding_function,
         retrieval_checks="available" if ef is not None else "skipped",
         retrieval_reason=reason,
+        layout=memories.layout,
+        records_read=len(memories.data.ids),
+        out_of_scope=memories.out_of_scope,
+        scope=store.options.scope.describe() if memories.scoped else None,
+        problems=memories.problems,
+    )
+
+
+def _skipped_summary(store: ChromaStore, info: CollectionInfo) -> ChromaCollectionSummary:
+    from memdiag.stores.layouts import detect_layout
+
+    layout = detect_layout(info.name, [], [])
+    return ChromaCollectionSummary(
+        location=store.spec,
+        mode=store.kind,
+        collection=info.name,
+        count=info.count,
+        dimension=info.dimension,
+        space=info.space,
+        configured_space=info.configured_space,
+        legacy_space=info.legacy_space,
+        embedding_function=info.embedding_function,
+        retrieval_checks="skipped",
+        retrieval_reason=f"not audited: {layout.reason}, not memories",
+        layout=layout,
+        records_read=0,
     )
 
 
@@ -127,16 +156,23 @@ def audit(
         findings.extend(facts_file_findings(facts, settings.stale_after_days, options.now))
 
     if store is not None:
-        names = [collection] if collection else store.collection_names()
+        # every collection but the libraries' own bookkeeping (mem0's mem0migrations), which
+        # is listed as skipped
+        names = [collection] if collection else store.memory_collections()
+        if not collection:
+            for name in sorted(set(store.collection_names()) - set(names)):
+                stores.append(_skipped_summary(store, store.collection_info(name)))
         for name in names:
             info = store.collection_info(name)
-            stores.append(_collection_summary(store, info))
 
             def _read_tick(done: int, total: int) -> None:
                 if progress is not None:
                     progress(done, 2 * total)
 
-            data = store.read(name, True, options.page_size, _read_tick)
+            # read as its library wrote it (text where the library keeps it), one tenant
+            memories = store.memories(name, options.page_size, _read_tick)
+            stores.append(_collection_summary(store, info, memories))
+            data = memories.data
             found, counts = audit_collection(data, info, facts, settings, options, progress)
             findings.extend(found)
             for tier, k in counts.items():

@@ -10,63 +10,24 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memdiag.extract import field_for_key
 from memdiag.stores.facts_file import FactEntry, FactsFile
-from memdiag.text import as_first_person, same_value
+from memdiag.stores.memories import Claim, claims
+from memdiag.text import same_value
 
 if TYPE_CHECKING:
-    from memdiag.extract import Extraction, Extractor
+    from memdiag.extract import Extractor
     from memdiag.stores.chroma import CollectionData
 
-# Metadata keys that name the subject a record is about (a key-value memory written as text).
-SUBJECT_KEYS = ("key", "fact_key", "subject", "field", "attribute", "slot")
-VALUE_KEYS = ("value", "fact_value", "object")
+__all__ = ["Claim", "ProfileIndex", "SubjectValues", "claims_of", "single_valued_subjects"]
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One value one record states about one subject."""
-
-    record: int  # index in the collection
-    subject: str  # field or normalized metadata key
-    value: str
-    strong: bool
-    multi: bool
-    ts: datetime | None
-
-
-def claims_of(
-    data: CollectionData, extractor: Extractor, stamps: Sequence[datetime | None]
-) -> list[Claim]:
-    """Every claim of every record, in record order."""
-    out: list[Claim] = []
-    for i, (doc, meta) in enumerate(zip(data.documents, data.metadatas, strict=True)):
-        subject_key = next(
-            (meta[k] for k in SUBJECT_KEYS if isinstance(meta.get(k), str) and meta[k].strip()),
-            None,
-        )
-        extractions: list[Extraction] = extractor.extract(as_first_person(doc)) if doc else []
-        if subject_key is not None:
-            # An explicit key outranks what the text seems to say about other fields.
-            subject = field_for_key(subject_key)
-            value = next(
-                (str(meta[k]) for k in VALUE_KEYS if isinstance(meta.get(k), (str, int, float))),
-                None,
-            )
-            if value is None:
-                same = [e for e in extractions if e.field == subject]
-                value = same[0].value if same else (doc or "")
-            strong = extractor.is_strong(subject) or any(
-                e.strong for e in extractions if e.field == subject
-            )
-            out.append(Claim(i, subject, value, strong, extractor.is_multi(subject), stamps[i]))
-            continue
-        for e in extractions:
-            out.append(Claim(i, e.field, e.value, e.strong, extractor.is_multi(e.field), stamps[i]))
-    return out
+def claims_of(data: CollectionData, extractor: Extractor) -> list[Claim]:
+    """Every claim of every record, in record order: text in any phrasing, key/category
+    metadata (``Extractor.read_memory``), each with its tenant and date."""
+    return claims(data.documents, data.metadatas, extractor)
 
 
 def cluster_values(claims: Sequence[Claim]) -> list[list[Claim]]:
@@ -90,6 +51,12 @@ class SubjectValues:
     clusters: list[list[Claim]]  # one per distinct value
     latest: Claim | None  # the newest claim, when every claim is dated
     current: list[Claim] | None  # the cluster holding ``latest``
+    tenant: str = ""  # "user_id=mia" in a multi-tenant store
+
+    @property
+    def shown(self) -> str:
+        """The subject as messages name it: ``location``, or ``location (user_id=mia)``."""
+        return f"{self.subject} ({self.tenant})" if self.tenant else self.subject
 
     @property
     def current_values(self) -> list[Claim]:
@@ -97,19 +64,23 @@ class SubjectValues:
         return self.current if self.current else [c for cl in self.clusters for c in cl]
 
 
-def single_valued_subjects(claims: Sequence[Claim]) -> list[SubjectValues]:
-    """One ``SubjectValues`` per single-valued subject, in order of first claim."""
-    subjects: dict[str, list[Claim]] = {}
-    for c in claims:
+def single_valued_subjects(found: Sequence[Claim]) -> list[SubjectValues]:
+    """One ``SubjectValues`` per single-valued subject of each tenant, in order of first claim.
+
+    Tenants (mem0's user/agent/run ids) never contradict each other: Tom living in Paris is
+    no conflict with Mia living in Lisbon.
+    """
+    subjects: dict[tuple[tuple[str, ...], str], list[Claim]] = {}
+    for c in found:
         if not c.multi:
-            subjects.setdefault(c.subject, []).append(c)
+            subjects.setdefault((c.tenant, c.subject), []).append(c)
     out: list[SubjectValues] = []
-    for subject, group in subjects.items():
+    for (_tenant, name), group in subjects.items():
         clusters = cluster_values(group)
         dated = all(c.ts is not None for c in group)
         latest = max(group, key=lambda c: (c.ts, c.record)) if dated else None
         current = next(cl for cl in clusters if latest in cl) if latest else None
-        out.append(SubjectValues(subject, clusters, latest, current))
+        out.append(SubjectValues(name, clusters, latest, current, group[0].tenant_label()))
     return out
 
 

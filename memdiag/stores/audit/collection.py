@@ -73,7 +73,7 @@ def audit_collection(
     )
     # Text work while the near-duplicate search runs in its thread.
     stamps = [record_timestamp(m) for m in data.metadatas]
-    claims = claims_of(data, default_extractor(), stamps)
+    claims = claims_of(data, default_extractor())
     profile = ProfileIndex.of(facts)
     if search is not None:
         findings += search.findings()

@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
-from memdiag.stores.facts_file import FactEntry, parse_timestamp
+from memdiag.stores.facts_file import FactEntry
+from memdiag.stores.memories import TIMESTAMP_KEYS, record_time
 
-# Metadata keys that date a record, most specific first.
-TIMESTAMP_KEYS = (
-    "updated_at",
-    "updatedAt",
-    "modified_at",
-    "created_at",
-    "createdAt",
-    "timestamp",
-    "ts",
-    "time",
-    "date",
-    "datetime",
-)
+# One definition of a record's date, shared with diagnose.
+record_timestamp = record_time
 
-
-def record_timestamp(metadata: Mapping[str, Any] | None) -> datetime | None:
-    """The first parseable timestamp among ``TIMESTAMP_KEYS`` (ISO strings or epoch numbers)."""
-    if not metadata:
-        return None
-    for key in TIMESTAMP_KEYS:
-        if key in metadata:
-            ts = parse_timestamp(metadata[key])
-            if ts is not None:
-                return ts
-    return None
+__all__ = ["TIMESTAMP_KEYS", "fact_id", "fmt_time", "record_timestamp", "unique_ids"]
 
 
 def unique_ids(ids: Iterable[str]) -> tuple[str, ...]:

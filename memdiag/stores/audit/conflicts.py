@@ -38,7 +38,7 @@ def conflict_findings(data: CollectionData, subjects: Sequence[SubjectValues]) -
                 "conflict",
                 SEVERITY["conflict"],
                 unique_ids(data.ids[c.record] for cl in s.clusters for c in cl),
-                f"{s.subject}: the store holds different values: {shown}; {tail}",
+                f"{s.shown}: the store holds different values: {shown}; {tail}",
                 data.name,
             )
         )
@@ -65,7 +65,7 @@ def superseded_findings(data: CollectionData, subjects: Sequence[SubjectValues])
                     "stale",
                     SEVERITY["stale"],
                     unique_ids(data.ids[c.record] for c in older),
-                    f"{s.subject}: {', '.join(repr(c.value) for c in older)} superseded by "
+                    f"{s.shown}: {', '.join(repr(c.value) for c in older)} superseded by "
                     f"{latest.value!r} ({fmt_time(latest.ts)}) but still retrievable; "
                     "delete or mark superseded",
                     data.name,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memdiag.stores.facts_file import KeyCollision
+from memdiag.stores.layouts import Layout
 
 KINDS = (
     "duplicate",
@@ -92,6 +93,11 @@ class ChromaCollectionSummary:
     embedding_function: str | None
     retrieval_checks: Literal["available", "skipped"]
     retrieval_reason: str
+    layout: Layout | None = None  # which library wrote it (mem0, llamaindex, langchain, chroma)
+    records_read: int | None = None  # records audited (after the tenant scope)
+    out_of_scope: int = 0  # records of other tenants, not audited
+    scope: str | None = None  # "user_id=mia" when --user-id narrowed the collection
+    problems: tuple[str, ...] = ()  # records that could not be read, one line each
     type: Literal["chroma"] = "chroma"
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +115,11 @@ class ChromaCollectionSummary:
             "embedding_function": self.embedding_function,
             "retrieval_checks": self.retrieval_checks,
             "retrieval_reason": self.retrieval_reason,
+            "layout": self.layout.to_dict() if self.layout is not None else None,
+            "records_read": self.records_read,
+            "out_of_scope": self.out_of_scope,
+            "scope": self.scope,
+            "problems": list(self.problems),
         }
 
 

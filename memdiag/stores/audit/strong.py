@@ -23,7 +23,7 @@ def strong_fact_findings(
 ) -> list[Finding]:
     """strong_fact_in_vector_store: strong facts the facts file does not hold (or no file)."""
     facts = profile.facts
-    groups: dict[tuple[str, str], list[Claim]] = {}
+    groups: dict[tuple[tuple[str, ...], str, str], list[Claim]] = {}
     for c in claims:
         if not c.strong:
             continue
@@ -31,18 +31,20 @@ def strong_fact_findings(
             continue
         if facts is not None and not c.multi and profile.entries(c.subject):
             continue  # the facts file has another value: a store disagreement
-        groups.setdefault((c.subject, value_norm(c.value)), []).append(c)
+        groups.setdefault((c.tenant, c.subject, value_norm(c.value)), []).append(c)
     where = "no facts file was given" if facts is None else "the facts file lacks it"
     return [
         Finding(
             "strong_fact_in_vector_store",
             SEVERITY["strong_fact_in_vector_store"],
             unique_ids(data.ids[c.record] for c in group),
-            f"strong fact {subject} = {group[0].value!r} lives only in the vector store "
+            f"strong fact {subject} = {group[0].value!r}"
+            + (f" ({group[0].tenant_label()})" if group[0].tenant_label() else "")
+            + " lives only in the vector store "
             f"({where}); retrieval may miss it, store it under an exact key",
             data.name,
         )
-        for (subject, _v), group in groups.items()
+        for (_tenant, subject, _v), group in groups.items()
     ]
 
 
@@ -66,7 +68,7 @@ def disagreement_findings(
                 "store_disagreement",
                 SEVERITY["store_disagreement"],
                 unique_ids([fact_id(fact)] + [data.ids[c.record] for c in current]),
-                f"{s.subject}: facts file says {fact.key} = {fact.value!r} but the vector store "
+                f"{s.shown}: facts file says {fact.key} = {fact.value!r} but the vector store "
                 f"says {current[0].value!r}",
                 data.name,
             )

@@ -17,11 +17,15 @@ from memdiag.transcript.formats import (
     chatgpt,
     claude,
     langchain,
+    langfuse,
+    langsmith,
+    letta,
     locomo,
     longmemeval,
     openai,
     openai_agents,
     openai_responses,
+    otel,
     sharegpt,
 )
 from memdiag.transcript.formats.base import Format, PathFormat
@@ -40,6 +44,10 @@ _ALL: tuple[Format, ...] = (
     openai_agents,
     chatgpt,
     claude,
+    otel,
+    langsmith,
+    langfuse,
+    letta,
 )
 # name → format, in the order that help and error messages list them
 FORMATS: dict[str, Format] = {f.name: f for f in _ALL}
@@ -47,7 +55,13 @@ FORMATS: dict[str, Format] = {f.name: f for f in _ALL}
 # first `{"role", "content"}` item would go to them, then `function_call` fails); the exports;
 # langchain and anthropic before openai, which would read any `{"messages": [...]}` but miss
 # LangChain's message dumps and Anthropic's tool_result blocks
+# the trace formats come first: their documents are never chats, but a chat reader could take
+# their message lists for one
 DETECTION_ORDER: tuple[Format, ...] = (
+    otel,
+    langsmith,
+    langfuse,
+    letta,
     openai_responses,
     chatgpt,
     claude,

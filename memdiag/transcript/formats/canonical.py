@@ -1,9 +1,11 @@
-"""Canonical JSON Lines (SPEC §2): one message, session or summary object per line."""
+"""Canonical JSON Lines (SPEC §2): one message, session, summary, window or retrieval object
+per line (window/retrieval: SPEC §2b, memdiag/transcript/events.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from memdiag.transcript.events import retrieval_from, window_from
 from memdiag.transcript.model import RawItem, RawSession, RawSummary
 from memdiag.transcript.source import Source, invalid, message_from_dict, opt_str
 
@@ -15,7 +17,7 @@ def detect(source: Source) -> bool:
         return False
     first = source.records[0][1]
     return isinstance(first, dict) and (
-        "role" in first or first.get("type") in ("session", "summary")
+        "role" in first or first.get("type") in ("session", "summary", "window", "retrieval")
     )
 
 
@@ -38,11 +40,16 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                 if not isinstance(content, str):
                     raise ValueError("field 'content' of a summary must be a string")
                 yield RawSummary(content, opt_str(obj, "replaces_through"), line)
+            elif kind == "window":
+                yield window_from(obj, line)
+            elif kind == "retrieval":
+                yield retrieval_from(obj, line)
             elif kind in (None, "message"):
                 yield message_from_dict(obj, line)
             else:
                 raise ValueError(
-                    f"field 'type': unknown {kind!r}; expected session, summary or a message"
+                    f"field 'type': unknown {kind!r}; expected session, summary, window, "
+                    "retrieval or a message"
                 )
         except ValueError as exc:
             invalid(source, skip_invalid, line, str(exc))

@@ -1,0 +1,171 @@
+"""The dense ranker of evidence search: cosine of a fact with each message's best sentence.
+
+Every sentence of every message is embedded once per run, whatever the number of facts, in
+batches; the vectors are never all held at once: each batch is compared with all the facts and
+only the best cosine per (fact, message) is kept, so memory grows with facts × messages, not
+with the embedding size. A content-addressed cache (``cache.EmbeddingCache``) makes the next
+run over the same texts nearly free.
+
+Text with CJK characters is left out: all-MiniLM-L6-v2 was trained on English and scores
+Chinese sentences as near-identical, so the lexical ranker's character n-grams handle them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memdiag.ranking.cache import EmbeddingCache
+from memdiag.text import has_cjk, split_sentences
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Embedder = Callable[[Sequence[str]], "np.ndarray"]
+BATCH = 256
+MAX_CHARS = 2000  # MiniLM reads 256 word pieces; longer sentences are cut to about that
+
+
+@dataclass
+class DenseStats:
+    sentences: int = 0  # distinct sentences compared
+    embedded: int = 0  # of which embedded in this run (the rest came from the cache)
+
+
+def name_stripper(names: Iterable[str]) -> Callable[[str], str]:
+    """Remove the participants' names (and their possessive 's) from a text.
+
+    MiniLM weighs a proper name heavily: "Caroline made a painting" came closest to "Wow,
+    Caroline, that painting is awesome!" instead of "I made this painting to show my path".
+    Who said what is the speaker's business, not the sentence's meaning.
+    """
+    words = sorted({n for n in names if n and n.strip()}, key=len, reverse=True)
+    if not words:
+        return lambda text: text
+    pattern = re.compile(
+        r"\b(?:" + "|".join(re.escape(w) for w in words) + r")(?:'s|’s)?\b,?\s*", re.IGNORECASE
+    )
+
+    def strip(text: str) -> str:
+        out = pattern.sub("", text).strip()
+        return out or text
+
+    return strip
+
+
+# words that open a sentence without naming anyone
+_NOT_NAMES = frozenset(
+    """a an the i it he she they we you my our your his her their this that these those there
+    here in on at when what where who why how user users assistant""".split()
+)
+_SUBJECT = re.compile(r"^\s*([A-Z][\w-]+)(?:'s|’s)?\b,?\s*")
+
+
+def strip_subject(fact: str) -> str:
+    """A third-person memory without its leading name: "Dana moved from Chicago" → "moved from
+    Chicago" (the name would otherwise pull every greeting that mentions it)."""
+    m = _SUBJECT.match(fact)
+    if m is None or m.group(1).casefold() in _NOT_NAMES or m.end() >= len(fact):
+        return fact
+    return fact[m.end() :]
+
+
+def units(contents: Iterable[str], strip: Callable[[str], str] = str) -> Iterator[tuple[int, str]]:
+    """(message position, sentence) pairs: each message's sentences, CJK text left out."""
+    for pos, content in enumerate(contents):
+        for s in split_sentences(content):
+            if not has_cjk(s):
+                yield pos, strip(s[:MAX_CHARS])
+
+
+def _unit_vectors(m: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    m = np.asarray(m, dtype=np.float32)
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+
+def embed_cached(
+    texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache | None, stats: DenseStats
+) -> np.ndarray:
+    """Unit vectors of ``texts``: from the cache where it has them, embedded (and stored) else."""
+    import numpy as np
+
+    cached = cache.get(texts) if cache is not None else [None] * len(texts)
+    missing = [i for i, v in enumerate(cached) if v is None]
+    fresh = _unit_vectors(embedder([texts[i] for i in missing])) if missing else None
+    if fresh is not None and cache is not None:
+        cache.put([texts[i] for i in missing], fresh)
+    stats.embedded += len(missing)
+    dim = fresh.shape[1] if fresh is not None else next(v for v in cached if v is not None).shape[0]
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    for i, v in enumerate(cached):
+        if v is not None:
+            out[i] = v
+    if fresh is not None:
+        out[missing] = fresh
+    return out
+
+
+def dense_scores(
+    facts: Sequence[str],
+    contents: Sequence[str],
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    batch: int = BATCH,
+    names: Iterable[str] = (),
+) -> tuple[np.ndarray, DenseStats]:
+    """Best sentence cosine of each fact with each message: a facts × messages matrix.
+
+    Each distinct sentence is embedded once, batch by batch; a sentence said more than once
+    ("Thanks!") keeps its column of cosines, not its vector. Facts with CJK text get a row of
+    -1 (no dense evidence), as do messages with no non-CJK sentence.
+    """
+    import numpy as np
+
+    stats = DenseStats()
+    out = np.full((len(facts), len(contents)), -1.0, dtype=np.float32)
+    english = [i for i, f in enumerate(facts) if f.strip() and not has_cjk(f)]
+    if not english or not contents:
+        return out, stats
+    strip = name_stripper(names)
+    fact_vecs = embed_cached(
+        [strip_subject(strip(facts[i])) for i in english], embedder, cache, stats
+    )
+    stats.embedded = 0  # count message sentences only
+    counts = Counter(s for _, s in units(contents, strip))
+    stats.sentences = len(counts)
+    kept: dict[str, np.ndarray] = {}  # cosines of sentences said more than once
+    rows = out[english] if len(english) < len(facts) else out
+    pending: list[tuple[int, str]] = []
+
+    def take(pos: int, col: np.ndarray) -> None:
+        np.maximum(rows[:, pos], col, out=rows[:, pos])
+
+    def flush() -> None:
+        texts = list(dict.fromkeys(s for _, s in pending if s not in kept))
+        sims = fact_vecs @ embed_cached(texts, embedder, cache, stats).T if texts else None
+        col_of = {t: k for k, t in enumerate(texts)}
+        for pos, s in pending:
+            if s in kept:
+                take(pos, kept[s])
+                continue
+            assert sims is not None
+            col = sims[:, col_of[s]]
+            if counts[s] > 1:
+                kept[s] = col.copy()
+            take(pos, col)
+        pending.clear()
+
+    for pos, s in units(contents, strip):
+        pending.append((pos, s))
+        if len(pending) >= batch:
+            flush()
+    if pending:
+        flush()
+    if rows is not out:
+        out[english] = rows
+    return out, stats

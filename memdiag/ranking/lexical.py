@@ -1,0 +1,85 @@
+"""The lexical ranker of evidence search: BM25 over every message, CJK-aware (SPEC §7 step 1).
+
+Terms are light stems of content words (``memdiag.facts.stem``: allergic/allergies → allerg)
+and, for Chinese/Japanese/Korean runs that have no spaces, character unigrams and bigrams.
+The index is built once per run and answers any number of facts; each answer is a score per
+message (Okapi BM25) and the IDF-weighted share of the fact's terms that the message holds
+(``coverage``, 0..1), which is comparable across facts and serves the never-stated threshold.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memdiag.facts import CJK_STOP, STOPWORDS, stem
+from memdiag.text import CJK_RUN, has_cjk, normalize
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Okapi BM25 parameters (Robertson's usual values); messages are short, so b matters little.
+K1 = 1.2
+B = 0.75
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of ``text``: stems of content words, then CJK unigrams and bigrams."""
+    norm = normalize(text)
+    out = [stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w)]
+    for run in CJK_RUN.findall(norm):
+        out.extend(c for c in run if c not in CJK_STOP)
+        out.extend(
+            run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= CJK_STOP
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalScores:
+    """One fact against the index: the scores of the messages that share a term with it."""
+
+    bm25: dict[int, float]  # document position → BM25 score
+    coverage: dict[int, float]  # document position → IDF-weighted share of the fact's terms
+    query_terms: int  # distinct terms of the fact (0: nothing to match on)
+
+
+class BM25Index:
+    """An inverted index over documents (one per message), built in one pass."""
+
+    def __init__(self, docs: Iterable[Sequence[str]]) -> None:
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        lengths: list[int] = []
+        for pos, doc in enumerate(docs):
+            lengths.append(len(doc))
+            for term, tf in Counter(doc).items():
+                self.postings.setdefault(term, []).append((pos, tf))
+        self.lengths = lengths
+        self.size = len(lengths)
+        self.avg_length = (sum(lengths) / self.size) if self.size else 0.0
+
+    def idf(self, term: str) -> float:
+        """BM25's IDF, floored at a small positive value so common terms still count a little."""
+        df = len(self.postings.get(term, ()))
+        return max(math.log((self.size - df + 0.5) / (df + 0.5) + 1.0), 1e-3)
+
+    def score(self, query: Sequence[str], limit: int | None = None) -> LexicalScores:
+        """BM25 and coverage for every document among the first ``limit`` sharing a query term."""
+        distinct = list(dict.fromkeys(query))
+        weights = {t: self.idf(t) for t in distinct}
+        total = sum(weights.values())
+        bm25: dict[int, float] = {}
+        covered: dict[int, float] = {}
+        avg = self.avg_length or 1.0
+        for term in distinct:
+            w = weights[term]
+            for pos, tf in self.postings.get(term, ()):
+                if limit is not None and pos >= limit:
+                    break  # postings are in document order
+                norm = K1 * (1.0 - B + B * self.lengths[pos] / avg)
+                bm25[pos] = bm25.get(pos, 0.0) + w * tf * (K1 + 1.0) / (tf + norm)
+                covered[pos] = covered.get(pos, 0.0) + w
+        coverage = {pos: c / total for pos, c in covered.items()} if total else {}
+        return LexicalScores(bm25, coverage, len(distinct))

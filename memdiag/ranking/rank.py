@@ -1,0 +1,350 @@
+"""Evidence as a ranking (SPEC §7 step 1): where was fact F stated, best candidates first.
+
+Rankers, strict to loose:
+- ``exact``: the normalized fact is contained in the message: always ranked first;
+- ``lexical``: BM25 over every message (user, assistant, tool), light stems, CJK n-grams;
+- ``semantic``: best sentence cosine (all-MiniLM-L6-v2), when the model is at hand;
+- ``temporal``: the fact's dates against each message's session date and relative words.
+They are fused by a weighted sum of normalized scores (measured better than reciprocal-rank
+fusion, which ``Params(fusion="rrf")`` still gives), with bonuses for a temporal match, for
+a message by the speaker the fact names, and for the turns around a strong candidate (a fact
+is often stated across a question and its answer: method ``context``). Each candidate keeps
+every ranker's score and names the method that contributed most.
+
+Whether F was stated at all is a separate question: no candidate among the top three reaches a
+threshold calibrated on the LoCoMo dev conversation (benchmarks/bench_evidence.py) → not stated.
+The thresholds apply to absolute scores: the IDF-weighted share of the fact's terms in one
+message, and the best cosine of the fact with one sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from memdiag.ranking.lexical import BM25Index, terms
+from memdiag.ranking.temporal import (
+    Interval,
+    fact_intervals,
+    parse_date,
+    temporal_score,
+    text_intervals,
+)
+from memdiag.text import normalize
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    import numpy as np
+
+    from memdiag.ranking.cache import EmbeddingCache
+    from memdiag.ranking.dense import Embedder
+    from memdiag.transcript.model import Message
+
+
+@dataclass(frozen=True)
+class Params:
+    """Fusion and threshold settings; the defaults are the best measured on the dev set."""
+
+    fusion: str = "linear"  # linear: weighted sum of normalized scores | rrf: reciprocal rank
+    rrf_k: float = 60.0
+    lexical_weight: float = 1.0  # × BM25 / best BM25 of the fact
+    semantic_weight: float = 0.7  # × (cosine − median) / (best − median)
+    temporal_weight: float = 1.0  # × temporal score (1: its words point at the fact's date)
+    speaker_weight: float = 0.1  # when the fact names the message's speaker
+    neighbor_weight: float = 0.3  # share of a message's score given to the turns around it
+    # facts with fewer content terms weigh the dense ranker less (0: off). 8 helps answer-only
+    # facts ("Adoption agencies") on the dev set, but lets a name outrank the statement in short
+    # memories ("Dana moved from Chicago" → "Hi, I'm Dana"): measured, left off
+    semantic_full_terms: int = 0
+    dense_depth: int = 100  # messages per fact taken from the dense ranking
+    dense_max_messages: int = 20_000  # the most recent messages that are embedded
+    strip_names: bool = True  # participants' names left out of what is embedded
+    # never_stated: no candidate in the top ``judged`` reaches a threshold
+    judged: int = 3
+    lexical_threshold: float = 0.40  # IDF-weighted share of the fact's terms, with the model
+    semantic_threshold: float = 0.47  # best sentence cosine
+    lexical_only_threshold: float = 0.22  # the share of terms when no model (or CJK text)
+
+
+DEFAULT = Params()
+METHODS = ("exact", "lexical", "semantic", "temporal", "context")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A message that may state the fact, with its fused score and each ranker's score."""
+
+    index: int
+    id: str
+    turn: int
+    session: str
+    text: str
+    score: float  # fused score: only the order means something
+    method: str  # one of METHODS: the ranker that contributed most
+    scores: Mapping[str, float] = field(default_factory=dict)  # lexical, semantic, temporal
+    passes: bool = False  # this message alone reaches a calibrated threshold
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    fact: str
+    candidates: tuple[Candidate, ...]  # best first
+    stated: bool  # a top candidate passes the calibrated threshold
+    reason: str  # which score decided, against which threshold
+    searched: int  # messages searched
+    semantic: bool  # whether the dense ranker took part for this fact
+
+
+@dataclass
+class IndexStats:
+    messages: int = 0
+    sentences: int = 0  # distinct sentences compared by the dense ranker
+    embedded: int = 0  # of which embedded in this run (the rest came from the cache)
+    dense_from: int = 0  # messages before this position were not embedded (too many)
+
+
+class EvidenceIndex:
+    """All messages of a transcript, indexed once; ``rank`` answers many facts in one pass."""
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        session_dates: Mapping[str, str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        cache: EmbeddingCache | None = None,
+        roles: Sequence[str] = ("user", "assistant", "tool"),
+        params: Params = DEFAULT,
+    ) -> None:
+        # a reply marked `forgot` is the failure itself, never the statement of the fact
+        self.messages = [
+            m for m in messages if m.role in roles and m.content.strip() and not m.forgot
+        ]
+        self.params = params
+        self.embedder = embedder
+        self.cache = cache
+        self.stats = IndexStats(messages=len(self.messages))
+        dates = session_dates or {}
+        self.norm = [normalize(m.content) for m in self.messages]
+        self.lexical = BM25Index(terms(m.content) for m in self.messages)
+        self.when: list[dt.date | None] = [
+            parse_date(m.ts) or parse_date(dates.get(m.session)) for m in self.messages
+        ]
+        self._said: dict[int, tuple[Interval, ...]] = {}
+        self.speakers = [normalize(m.name) if m.name else "" for m in self.messages]
+        self.names = sorted({m.name for m in self.messages if m.name})
+
+    def _said_at(self, pos: int) -> tuple[Interval, ...]:
+        if pos not in self._said:
+            self._said[pos] = text_intervals(self.messages[pos].content, self.when[pos])
+        return self._said[pos]
+
+    def rank(self, queries: Sequence[tuple[str, int | None]], top: int = 5) -> list[Ranking]:
+        """Rank evidence for each (fact, before): messages with index < before (None: all).
+
+        The dense ranker, when there is an embedder, embeds every message once for all facts.
+        """
+        p = self.params
+        dense: np.ndarray | None = None
+        limits = [
+            len(self.messages) if before is None else _count_before(self.messages, before)
+            for _, before in queries
+        ]
+        if self.embedder is not None and queries:
+            import numpy as np
+
+            from memdiag.ranking.dense import dense_scores
+
+            # only the most recent messages are embedded: a cold run over a huge transcript
+            # would otherwise take minutes; older ones are found by the lexical ranker alone
+            end = max(limits)
+            start = max(0, end - p.dense_max_messages)
+            part, dstats = dense_scores(
+                [f for f, _ in queries],
+                [m.content for m in self.messages[start:end]],
+                self.embedder,
+                self.cache,
+                names=self.names if p.strip_names else (),
+            )
+            dense = np.full((len(queries), len(self.messages)), -1.0, dtype=np.float32)
+            dense[:, start:end] = part
+            self.stats.sentences = dstats.sentences
+            self.stats.embedded = dstats.embedded
+            self.stats.dense_from = start
+        out = []
+        for qi, (fact, limit) in enumerate(zip((f for f, _ in queries), limits, strict=True)):
+            row = dense[qi, :limit] if dense is not None else None
+            out.append(self._rank_one(fact, limit, row, max(top, p.judged)))
+        return [replace(r, candidates=r.candidates[:top]) for r in out]
+
+    def _rank_one(self, fact: str, limit: int, row: np.ndarray | None, top: int) -> Ranking:
+        p = self.params
+        contrib: dict[int, dict[str, float]] = {}  # position → ranker → share of the fused score
+        scores: dict[int, dict[str, float]] = {}
+
+        def add(pos: int, method: str, value: float) -> None:
+            c = contrib.setdefault(pos, {})
+            c[method] = c.get(method, 0.0) + float(value)
+
+        lex = self.lexical.score(terms(fact), limit)
+        for r, pos in enumerate(sorted(lex.bm25, key=lambda k: (-lex.bm25[k], -k))):
+            if r == 0:
+                best_bm25 = lex.bm25[pos]
+            if p.fusion == "rrf":
+                add(pos, "lexical", p.lexical_weight / (p.rrf_k + r + 1))
+            else:
+                add(pos, "lexical", p.lexical_weight * lex.bm25[pos] / best_bm25)
+            scores[pos] = {"lexical": round(lex.coverage[pos], 3)}
+        unit = 1.0 / (p.rrf_k + 1) if p.fusion == "rrf" else 1.0
+        semantic = row is not None and row.size > 0 and float(row.max()) > -1.0
+        if semantic:
+            assert row is not None
+            # a sentence embedding of a two-word fact ("Adoption agencies") is mostly noise:
+            # the dense ranker counts fully from ``semantic_full_terms`` content terms on
+            weight = p.semantic_weight
+            if p.semantic_full_terms:
+                weight *= min(1.0, lex.query_terms / p.semantic_full_terms)
+            self._add_dense(row, add, scores, replace(p, semantic_weight=weight))
+        wanted = fact_intervals(fact)
+        if wanted and p.temporal_weight:
+            # the temporal ranker: messages whose own words point at the fact's dates, and the
+            # bonus of being said during them for the candidates of the other rankers
+            pointing = [pos for pos in range(limit) if self._said_at(pos)]
+            for pos in sorted(set(contrib) | set(pointing)):
+                t = temporal_score(wanted, self._said_at(pos), self.when[pos])
+                if pos not in contrib and t < 1.0:
+                    continue
+                scores.setdefault(pos, {})
+                if t:
+                    add(pos, "temporal", p.temporal_weight * unit * t)
+                    scores[pos]["temporal"] = t
+        nf = normalize(fact)
+        if p.speaker_weight:
+            for pos in contrib:
+                sp = self.speakers[pos]
+                if sp and sp in nf:
+                    add(pos, "speaker", p.speaker_weight * unit)
+        if p.neighbor_weight:  # a fact is often stated across a question and its answer
+            base = {pos: sum(c.values()) for pos, c in contrib.items()}
+            for pos, v in base.items():
+                if v <= 0.0:
+                    continue
+                for nb in (pos - 1, pos + 1):
+                    if 0 <= nb < limit and self.messages[nb].session == self.messages[pos].session:
+                        add(nb, "context", p.neighbor_weight * v)
+                        s = scores.setdefault(nb, {})
+                        s["context"] = round(
+                            max(s.get("context", 0.0), p.neighbor_weight * float(v)), 3
+                        )
+        exact = [pos for pos in range(limit) if nf and nf in self.norm[pos]] if nf else []
+        for pos in exact:
+            scores.setdefault(pos, {})["exact"] = 1.0
+            add(pos, "exact", 100.0)  # exact statements come first, whatever the rest says
+        if semantic:
+            assert row is not None
+            for pos, s in scores.items():
+                if row[pos] > -1.0:  # -1: not embedded (CJK only, or too old)
+                    s.setdefault("semantic", round(float(row[pos]), 3))
+        fused = {pos: sum(c.values()) for pos, c in contrib.items()}
+        order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
+        cands = tuple(
+            self._candidate(pos, fused[pos], contrib[pos], scores[pos], semantic) for pos in order
+        )
+        stated, reason = self._judge(cands[: p.judged], semantic)
+        return Ranking(fact, cands, stated, reason, limit, semantic)
+
+    def _add_dense(
+        self,
+        row: np.ndarray,
+        add: Callable[[int, str, float], None],
+        scores: dict[int, dict[str, float]],
+        p: Params,
+    ) -> None:
+        import numpy as np
+
+        depth = min(p.dense_depth, row.size)
+        best = np.argpartition(-row, depth - 1)[:depth]
+        best = best[np.lexsort((-best, -row[best]))]
+        hi = float(row[best[0]])
+        lo = float(np.median(row[row > -1.0]))
+        for r, pos in enumerate(int(b) for b in best):
+            if p.fusion == "rrf":
+                add(pos, "semantic", p.semantic_weight / (p.rrf_k + r + 1))
+            else:
+                add(
+                    pos,
+                    "semantic",
+                    p.semantic_weight * max(0.0, row[pos] - lo) / max(hi - lo, 1e-6),
+                )
+            scores.setdefault(pos, {})
+        if p.fusion != "rrf":  # lexical candidates beyond the dense depth keep their share
+            taken = {int(b) for b in best}
+            for pos in list(scores):
+                if pos not in taken:
+                    share = max(0.0, float(row[pos]) - lo) / max(hi - lo, 1e-6)
+                    add(pos, "semantic", p.semantic_weight * share)
+
+    def _passes(self, s: Mapping[str, float], semantic: bool) -> str | None:
+        """Why this one candidate states the fact (a calibrated threshold reached), or None."""
+        p = self.params
+        if "exact" in s:
+            return "exact match"
+        lexical = s.get("lexical", 0.0)
+        if semantic:
+            cosine = s.get("semantic", -1.0)
+            if cosine >= p.semantic_threshold:
+                return f"semantic {cosine:.2f} ≥ {p.semantic_threshold}"
+            if lexical >= p.lexical_threshold:
+                return f"lexical {lexical:.2f} ≥ {p.lexical_threshold}"
+        elif lexical >= p.lexical_only_threshold:
+            return f"lexical {lexical:.2f} ≥ {p.lexical_only_threshold} (no semantic ranker)"
+        return None
+
+    def _judge(self, cands: Sequence[Candidate], semantic: bool) -> tuple[bool, str]:
+        """Stated or not, from the top candidates' scores and the calibrated thresholds."""
+        p = self.params
+        for c in cands:
+            why = self._passes(c.scores, semantic)
+            if why:
+                return True, why
+        lexical = max((c.scores.get("lexical", 0.0) for c in cands), default=0.0)
+        if semantic:
+            cosine = max((c.scores.get("semantic", 0.0) for c in cands), default=0.0)
+            return False, (
+                f"best lexical {lexical:.2f} < {p.lexical_threshold} and best semantic "
+                f"{max(cosine, 0.0):.2f} < {p.semantic_threshold}"
+            )
+        return (
+            False,
+            f"best lexical {lexical:.2f} < {p.lexical_only_threshold} (no semantic ranker)",
+        )
+
+    def _candidate(
+        self,
+        pos: int,
+        fused: float,
+        contrib: Mapping[str, float],
+        s: dict[str, float],
+        semantic: bool,
+    ) -> Candidate:
+        m = self.messages[pos]
+        shown = {k: v for k, v in contrib.items() if k in METHODS}
+        method = max(shown, key=lambda k: shown[k]) if shown else "lexical"
+        passes = self._passes(s, semantic) is not None
+        return Candidate(
+            m.index, m.id, m.turn, m.session, m.content, round(fused, 4), method, dict(s), passes
+        )
+
+
+def _count_before(messages: Sequence[Message], before: int) -> int:
+    """How many of the indexed messages have a transcript index below ``before``."""
+    lo, hi = 0, len(messages)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if messages[mid].index < before:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,212 @@
+"""Langfuse observations (SPEC §2b): the public API's observations, or a trace with them.
+
+Accepted: `{"data": [observation, ...]}` (``GET /api/public/v2/observations``, the SDK's
+``api.observations.get_many()``), a trace `{"id", "sessionId"?, "observations": [...]}`
+(``GET /api/public/traces/{id}``), a list of either, or observations one per line.
+GENERATION observations carry the request in ``input`` (OpenAI-style messages, or
+``{"messages": [...]}``) and the reply in ``output``; each becomes a ``window`` event, with the
+provider's prompt tokens from ``usageDetails.input`` (or ``usage.input``/``promptTokens``).
+RETRIEVER observations become ``retrieval`` events. Sessions: ``sessionId``, else the file is
+one conversation (a trace is usually one turn).
+Sub-agents: a GENERATION under a TOOL observation, or under a second AGENT, is a sub-agent's
+call with its own context; it is left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from memdiag.transcript.events import RawRetrieval
+from memdiag.transcript.formats.langsmith import message
+from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.source import Source
+from memdiag.transcript.tracing import (
+    CallLedger,
+    PathError,
+    as_text,
+    bad,
+    int_or_none,
+    records_of,
+    with_memory_tools,
+)
+
+name = "langfuse"
+
+_TYPES = {
+    "GENERATION",
+    "SPAN",
+    "EVENT",
+    "AGENT",
+    "TOOL",
+    "CHAIN",
+    "RETRIEVER",
+    "EMBEDDING",
+    "EVALUATOR",
+    "GUARDRAIL",
+}
+
+
+def _is_observation(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("type"), str)
+        and obj["type"] in _TYPES
+        and ("traceId" in obj or "startTime" in obj)
+    )
+
+
+def _is_trace(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("observations"), list) and "id" in obj
+
+
+def _first(source: Source) -> Any:
+    if not source.records:
+        return None
+    first = source.records[0][1]
+    if isinstance(first, list):
+        return first[0] if first else None
+    return first
+
+
+def _observations(source: Source) -> list[tuple[str, dict[str, Any], str | None]]:
+    """(path, observation, session of its trace) for every observation in the file."""
+    out: list[tuple[str, dict[str, Any], str | None]] = []
+
+    def add(doc: Any, where: str) -> None:
+        if _is_observation(doc):
+            out.append((where, doc, None))
+        elif _is_trace(doc):
+            sid = doc.get("sessionId")
+            for k, o in enumerate(doc["observations"]):
+                if not _is_observation(o):
+                    raise PathError(f"{where}.observations[{k}]", "not a Langfuse observation")
+                out.append((f"{where}.observations[{k}]", o, None if sid is None else str(sid)))
+        elif isinstance(doc, dict) and isinstance(doc.get("data"), list):
+            for k, o in enumerate(doc["data"]):
+                add(o, f"{where}.data[{k}]" if where else f"data[{k}]")
+        else:
+            raise PathError(where or "document", "not a Langfuse observation, trace or response")
+
+    for line, obj in source.records:
+        prefix = f"line {line}" if source.is_jsonl else ""
+        if isinstance(obj, list):
+            for k, doc in enumerate(obj):
+                add(doc, f"{prefix}[{k}]")
+        else:
+            add(obj, prefix)
+    return out
+
+
+def _messages(value: Any, where: str) -> list[RawMessage]:
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value, where = value["messages"], f"{where}.messages"
+    if isinstance(value, str):
+        return [RawMessage("user", value)]
+    if isinstance(value, dict) and "role" in value:
+        return [message(value, where)]
+    if not isinstance(value, list):
+        raise PathError(where, "expected messages (a list of {role, content})")
+    return [message(m, f"{where}[{k}]") for k, m in enumerate(value)]
+
+
+def _reply(value: Any, where: str) -> list[RawMessage]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [RawMessage("assistant", value)]
+    if isinstance(value, dict) and isinstance(value.get("choices"), list) and value["choices"]:
+        return [message(value["choices"][0].get("message"), f"{where}.choices[0].message")]
+    if isinstance(value, dict) and "role" not in value and "content" in value:
+        value = {**value, "role": "assistant"}
+    return _messages(value, where)
+
+
+def _prompt_tokens(o: dict[str, Any]) -> int | None:
+    usage = o.get("usageDetails") or {}
+    legacy = o.get("usage") or {}
+    for v in (usage.get("input"), legacy.get("input"), o.get("promptTokens")):
+        n = int_or_none(v)
+        if n is not None:
+            return n
+    return None
+
+
+def detect(source: Source) -> bool:
+    first = _first(source)
+    if isinstance(first, dict) and isinstance(first.get("data"), list) and first["data"]:
+        first = first["data"][0]
+    return _is_observation(first) or _is_trace(first)
+
+
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    yield from with_memory_tools(_read(source, skip_invalid))
+
+
+def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    try:
+        found = _observations(source)
+    except PathError as exc:
+        raise source.error(str(exc)) from None
+    by_id = {str(o.get("id")): o for _, o, _ in found}
+
+    def sub_agent(o: dict[str, Any]) -> bool:
+        agents, parent, seen = 0, o.get("parentObservationId"), set()
+        while parent is not None and str(parent) in by_id and str(parent) not in seen:
+            seen.add(str(parent))
+            o = by_id[str(parent)]
+            if o.get("type") == "TOOL":
+                return True
+            agents += o.get("type") == "AGENT"
+            parent = o.get("parentObservationId")
+        return agents >= 2
+
+    ledger = CallLedger()
+    session: str | None = None
+    nested = 0
+    for where, o, trace_session in sorted(found, key=lambda f: str(f[1].get("startTime", ""))):
+        kind = o.get("type")
+        if kind not in ("GENERATION", "RETRIEVER"):
+            continue
+        if sub_agent(o):
+            nested += 1
+            continue
+        sid = o.get("sessionId") or trace_session  # else one conversation (not per trace)
+        if sid is not None and str(sid) != session:
+            session = str(sid)
+            ledger.session(session)
+            yield RawSession(session)
+        try:
+            if kind == "RETRIEVER":
+                query = o.get("input")
+                if isinstance(query, dict):
+                    query = query.get("query", query.get("input", ""))
+                output = o.get("output")
+                if isinstance(output, dict):
+                    output = output.get("documents", output.get("records"))
+                if output is None:
+                    continue
+                yield RawRetrieval(
+                    as_text(query), records_of(output, f"{where}.output"), None, where
+                )
+                continue
+            if o.get("input") is None:
+                raise PathError(f"{where}.input", "generation with no input messages")
+            inputs = _messages(o["input"], f"{where}.input")
+            outputs = _reply(o.get("output"), f"{where}.output")
+        except PathError as exc:
+            bad(source, skip_invalid, exc)
+            continue
+        model = o.get("model")
+        yield from ledger.call(
+            inputs,
+            outputs,
+            prompt_tokens=_prompt_tokens(o),
+            model=None if model is None else str(model),
+            source=where,
+        )
+    if nested:
+        source.warnings.append(
+            f"{source.path}: {nested} generation(s) of sub-agents left out (their own "
+            "context; their answers reach this agent as tool results)"
+        )

@@ -1,0 +1,211 @@
+"""LangSmith runs (SPEC §2b): the run dicts of ``Client.list_runs()`` / the LangChain tracer.
+
+A JSON array (or JSON Lines) of runs. ``llm`` runs carry the request: ``inputs.messages`` (the
+tracer's ``[[dumpd(message), ...]]``, or OpenAI-style dicts from ``wrap_openai`` /
+``@traceable``) and the reply in ``outputs.generations`` (or ``outputs.choices``); each becomes
+a ``window`` event, with the provider's prompt tokens from ``usage_metadata`` /
+``token_usage``. ``retriever`` runs become ``retrieval`` events (``inputs.query``,
+``outputs.documents``). Threads: ``extra.metadata.thread_id`` (or ``session_id`` /
+``conversation_id``), else the file is one conversation (each turn is usually its own
+trace). Sub-agents: an ``llm`` run under a ``tool`` run belongs to an agent called as a tool,
+with its own context; it is left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from memdiag.transcript.events import RawRetrieval
+from memdiag.transcript.formats.langchain import is_message as is_langchain_message
+from memdiag.transcript.formats.langchain import read_message as read_langchain_message
+from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.source import PathError as SourcePathError
+from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.tracing import (
+    CallLedger,
+    PathError,
+    as_text,
+    bad,
+    int_or_none,
+    records_of,
+    with_memory_tools,
+)
+
+name = "langsmith"
+
+THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
+
+
+def _is_run(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("run_type"), str) and "inputs" in obj
+
+
+def _runs(source: Source) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for line, obj in source.records:
+        items = list(enumerate(obj)) if isinstance(obj, list) else [(None, obj)]
+        for k, run in items:
+            where = f"[{k}]" if k is not None else f"line {line}"
+            if not _is_run(run):
+                raise PathError(where, "not a LangSmith run (expected run_type and inputs)")
+            out.append((where, run))
+    return out
+
+
+def message(m: Any, where: str) -> RawMessage:
+    """One message of a run's inputs/outputs: LangChain serialized, or an OpenAI-style dict."""
+    if is_langchain_message(m):
+        try:
+            found = read_langchain_message(where, m, 0)
+        except SourcePathError as exc:
+            raise PathError(exc.where, exc.message) from None
+        if found is None:
+            raise PathError(where, "a RemoveMessage marker where a message was sent")
+        return found
+    if isinstance(m, dict) and "role" in m:
+        try:
+            return message_from_dict(m, 0)
+        except ValueError as exc:
+            raise PathError(where, str(exc)) from None
+    raise PathError(where, "not a message (expected a LangChain message or {role, content})")
+
+
+def _inputs(run: dict[str, Any], where: str) -> list[RawMessage]:
+    inputs = run.get("inputs") or {}
+    msgs = inputs.get("messages")
+    if msgs is None:
+        if "prompts" in inputs:
+            raise PathError(
+                f"{where}.inputs.prompts",
+                "a text-completion run (prompt strings, not messages): no window to read",
+            )
+        raise PathError(f"{where}.inputs", "llm run with no input messages")
+    at = f"{where}.inputs.messages"
+    if isinstance(msgs, list) and msgs and isinstance(msgs[0], list):
+        msgs, at = msgs[0], f"{at}[0]"  # the tracer's batch of one prompt
+    if not isinstance(msgs, list):
+        raise PathError(at, "expected a list of messages")
+    return [message(m, f"{at}[{k}]") for k, m in enumerate(msgs)]
+
+
+def _outputs(run: dict[str, Any], where: str) -> list[RawMessage]:
+    out = run.get("outputs") or {}
+    at = f"{where}.outputs"
+    gens = out.get("generations")
+    if isinstance(gens, list):
+        first = gens[0] if gens and isinstance(gens[0], list) else gens
+        msgs = []
+        for k, g in enumerate(first[:1]):  # n > 1 samples: the first is the reply the agent used
+            if isinstance(g, dict) and g.get("message") is not None:
+                msgs.append(message(g["message"], f"{at}.generations[0][{k}].message"))
+            elif isinstance(g, dict):
+                msgs.append(RawMessage("assistant", as_text(g.get("text"))))
+        return msgs
+    choices = out.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return [message(choices[0].get("message"), f"{at}.choices[0].message")]
+    if isinstance(out.get("output"), dict) and "role" in out["output"]:
+        return [message(out["output"], f"{at}.output")]
+    return []
+
+
+def _prompt_tokens(run: dict[str, Any]) -> int | None:
+    meta = (run.get("extra") or {}).get("metadata") or {}
+    out = run.get("outputs") or {}
+    candidates = [
+        (meta.get("usage_metadata") or {}).get("input_tokens"),
+        ((out.get("llm_output") or {}).get("token_usage") or {}).get("prompt_tokens"),
+        (out.get("usage_metadata") or {}).get("input_tokens"),
+        (out.get("usage") or {}).get("prompt_tokens"),
+        (out.get("usage") or {}).get("input_tokens"),
+        run.get("prompt_tokens"),
+    ]
+    return next((n for n in map(int_or_none, candidates) if n is not None), None)
+
+
+def _model(run: dict[str, Any]) -> str | None:
+    meta = (run.get("extra") or {}).get("metadata") or {}
+    params = (run.get("extra") or {}).get("invocation_params") or {}
+    model = meta.get("ls_model_name") or params.get("model") or params.get("model_name")
+    return None if model is None else str(model)
+
+
+def detect(source: Source) -> bool:
+    if not source.records:
+        return False
+    first = source.records[0][1]
+    if isinstance(first, list):
+        first = first[0] if first else None
+    return _is_run(first)
+
+
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    yield from with_memory_tools(_read(source, skip_invalid))
+
+
+def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    try:
+        runs = _runs(source)
+    except PathError as exc:
+        raise source.error(str(exc)) from None
+    by_id = {str(r.get("id")): r for _, r in runs if r.get("id") is not None}
+
+    def under_tool(run: dict[str, Any]) -> bool:
+        parent, seen = run.get("parent_run_id"), set()
+        while parent is not None and str(parent) in by_id and str(parent) not in seen:
+            seen.add(str(parent))
+            run = by_id[str(parent)]
+            if run.get("run_type") == "tool":
+                return True
+            parent = run.get("parent_run_id")
+        return False
+
+    def thread(run: dict[str, Any]) -> str | None:
+        meta = (run.get("extra") or {}).get("metadata") or {}
+        for key in THREAD_KEYS:
+            if meta.get(key) is not None:
+                return str(meta[key])
+        return None  # one conversation: a trace is one turn of it, not a session
+
+    ordered = sorted(
+        runs, key=lambda wr: str(wr[1].get("dotted_order") or wr[1].get("start_time") or "")
+    )
+    ledger = CallLedger()
+    session: str | None = None
+    nested = 0
+    for where, run in ordered:
+        kind = run.get("run_type")
+        if kind not in ("llm", "retriever"):
+            continue
+        if under_tool(run):
+            nested += 1
+            continue
+        sid = thread(run)
+        if sid is not None and sid != session:
+            session = sid
+            ledger.session(sid)
+            yield RawSession(sid)
+        try:
+            if kind == "retriever":
+                query = (run.get("inputs") or {}).get("query", "")
+                docs = (run.get("outputs") or {}).get("documents")
+                if docs is None:
+                    continue  # a failed retrieval returned nothing to judge
+                yield RawRetrieval(
+                    as_text(query), records_of(docs, f"{where}.outputs.documents"), None, where
+                )
+                continue
+            inputs = _inputs(run, where)
+            outputs = _outputs(run, where)
+        except PathError as exc:
+            bad(source, skip_invalid, exc)
+            continue
+        yield from ledger.call(
+            inputs, outputs, prompt_tokens=_prompt_tokens(run), model=_model(run), source=where
+        )
+    if nested:
+        source.warnings.append(
+            f"{source.path}: {nested} run(s) of agents called as tools left out (their own "
+            "context; their answers reach this agent as tool results)"
+        )

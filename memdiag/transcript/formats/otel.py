@@ -1,0 +1,405 @@
+"""OpenTelemetry GenAI spans (SPEC §2b): the SDK's ``span.to_json()`` form and OTLP/JSON.
+
+Inference spans (``gen_ai.operation.name`` chat / text_completion / generate_content) carry the
+request either as attributes (``gen_ai.system_instructions``, ``gen_ai.input.messages``,
+``gen_ai.output.messages``: JSON with ``parts``) or as the older per-message span events
+(``gen_ai.system.message``, ``gen_ai.user.message``, ``gen_ai.assistant.message``,
+``gen_ai.tool.message``, ``gen_ai.choice``; and the oldest ``gen_ai.content.prompt`` /
+``gen_ai.content.completion``). Each call becomes a ``window`` event over the messages it sent;
+``search_memory`` spans (``gen_ai.memory.query.text``, ``gen_ai.memory.records``) and
+``retrieval`` spans (``gen_ai.retrieval.query.text``, ``gen_ai.retrieval.documents``) become
+``retrieval`` events for the next reply.
+
+Sessions: ``gen_ai.conversation.id`` (or OpenInference's ``session.id``, OpenLLMetry's
+association property) on the span or an ancestor; without one, the file is one conversation
+(traces are often one turn each, so a trace is not a session).
+Sub-agents: a call under two or more nested ``invoke_agent`` spans belongs to a sub-agent with
+its own context; it is left out of the transcript (its answer reaches the parent as a tool
+result) and counted in a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from memdiag.transcript.events import RawRetrieval
+from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
+from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.tracing import (
+    Call,
+    CallLedger,
+    PathError,
+    as_text,
+    bad,
+    int_or_none,
+    maybe_json,
+    records_of,
+    role_of,
+    tool_call,
+    with_memory_tools,
+)
+
+name = "otel"
+
+INFERENCE = {"chat", "text_completion", "generate_content"}
+# a conversation: OpenTelemetry's attribute, then OpenInference's and OpenLLMetry's; without one
+# the file is one conversation (a trace is often one turn of it, so traces are not sessions)
+SESSION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "traceloop.association.properties.session_id",
+    "langfuse.session.id",
+)
+SEARCH = {"search_memory", "retrieval"}
+PROMPT_TOKEN_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+)
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _parts_messages(msgs: Any, where: str) -> list[RawMessage]:
+    """`gen_ai.input.messages` / `gen_ai.output.messages`: [{role, parts: [...]}]."""
+    msgs = maybe_json(msgs, where)
+    if not isinstance(msgs, list):
+        raise PathError(where, "expected a list of messages {role, parts}")
+    out: list[RawMessage] = []
+    for k, m in enumerate(msgs):
+        at = f"{where}[{k}]"
+        if not isinstance(m, dict):
+            raise PathError(at, "expected a message object")
+        role = role_of(m.get("role"), at)
+        parts = m.get("parts")
+        if not isinstance(parts, list):
+            raise PathError(f"{at}.parts", "missing or not a list")
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        results: list[RawMessage] = []
+        other: list[Any] = []
+        for j, p in enumerate(parts):
+            if not isinstance(p, dict) or not isinstance(p.get("type"), str):
+                raise PathError(f"{at}.parts[{j}]", "expected a part with a string 'type'")
+            kind = p["type"]
+            if kind == "text":
+                texts.append(as_text(p.get("content")))
+            elif kind == "tool_call":
+                calls.append(tool_call(p.get("id"), p.get("name"), p.get("arguments", {})))
+            elif kind == "tool_call_response":
+                results.append(
+                    RawMessage(
+                        "tool",
+                        as_text(p.get("response", p.get("result"))),
+                        tool_call_id=None if p.get("id") is None else str(p.get("id")),
+                    )
+                )
+            else:  # reasoning, blob, uri, file, generic parts: metadata, not window text
+                other.append(p)
+        if results and not texts and not calls:
+            out.extend(results)  # tool results (one per call, as memdiag pairs them)
+            continue
+        meta: dict[str, Any] = {"blocks": other} if other else {}
+        if m.get("finish_reason") is not None:
+            meta["finish_reason"] = m["finish_reason"]
+        out.append(RawMessage(role, "\n".join(texts), tool_calls=tuple(calls), metadata=meta))
+        out.extend(results)
+    return out
+
+
+def _instructions(value: Any, where: str) -> list[RawMessage]:
+    value = maybe_json(value, where)
+    if isinstance(value, str):
+        return [RawMessage("system", value)]
+    if not isinstance(value, list):
+        raise PathError(where, "expected a list of parts")
+    texts = [
+        as_text(p.get("content")) for p in value if isinstance(p, dict) and p.get("type") == "text"
+    ]
+    return [RawMessage("system", "\n".join(texts))] if texts else []
+
+
+def _old_message(role: str, attrs: dict[str, Any], where: str) -> RawMessage:
+    body = attrs
+    if "gen_ai.event.content" in attrs:
+        body = maybe_json(attrs["gen_ai.event.content"], f"{where}.gen_ai.event.content")
+        if not isinstance(body, dict):
+            raise PathError(where, "gen_ai.event.content is not an object")
+    if isinstance(body.get("message"), (dict, str)):  # gen_ai.choice
+        inner = maybe_json(body["message"], f"{where}.message")
+        body = inner if isinstance(inner, dict) else {"content": inner}
+    role = role_of(body.get("role", role), where)
+    calls = maybe_json(body.get("tool_calls"), f"{where}.tool_calls") or []
+    if not isinstance(calls, list):
+        raise PathError(f"{where}.tool_calls", "expected a list")
+    tool_calls = tuple(
+        tool_call(
+            c.get("id"),
+            (c.get("function") or {}).get("name"),
+            (c.get("function") or {}).get("arguments", ""),
+        )
+        for c in calls
+        if isinstance(c, dict)
+    )
+    content = body.get("content")
+    if isinstance(content, list):  # content blocks
+        content = "\n".join(as_text(b.get("text", "")) for b in content if isinstance(b, dict))
+    tool_id = body.get("id") if role == "tool" else body.get("tool_call_id")
+    return RawMessage(
+        role,
+        as_text(content),
+        tool_calls=tool_calls,
+        tool_call_id=None if tool_id is None else str(tool_id),
+    )
+
+
+def _unflatten(attrs: dict[str, Any], prefix: str) -> list[Any]:
+    """`prefix.0.message.role = x` … → [{"message": {"role": x}}] (OpenInference's lists)."""
+    root: dict[Any, Any] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix + "."):
+            continue
+        node = root
+        parts = [int(p) if p.isdigit() else p for p in key[len(prefix) + 1 :].split(".")]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+
+    def listify(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if node and all(isinstance(k, int) for k in node):
+            return [listify(node[k]) for k in sorted(node)]
+        return {k: listify(v) for k, v in node.items()}
+
+    out = listify(root)
+    return out if isinstance(out, list) else []
+
+
+def _openinference(items: list[Any], where: str) -> list[RawMessage]:
+    out = []
+    for k, item in enumerate(items):
+        at = f"{where}.{k}.message"
+        m = item.get("message") if isinstance(item, dict) else None
+        if not isinstance(m, dict):
+            raise PathError(at, "expected message.role / message.content")
+        calls = [
+            tool_call(
+                (c.get("tool_call") or {}).get("id"),
+                ((c.get("tool_call") or {}).get("function") or {}).get("name"),
+                ((c.get("tool_call") or {}).get("function") or {}).get("arguments", ""),
+            )
+            for c in m.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        content = m.get("content")
+        if content is None and isinstance(m.get("contents"), list):
+            content = "\n".join(
+                as_text((c.get("message_content") or {}).get("text"))
+                for c in m["contents"]
+                if isinstance(c, dict)
+                and (c.get("message_content") or {}).get("type", "text") == "text"
+            )
+        tool_id = m.get("tool_call_id")
+        out.append(
+            RawMessage(
+                role_of(m.get("role"), at),
+                as_text(content),
+                tool_calls=tuple(calls),
+                tool_call_id=None if tool_id is None else str(tool_id),
+                name=m.get("name") if isinstance(m.get("name"), str) else None,
+            )
+        )
+    return out
+
+
+def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
+    """(inputs, outputs) of an inference span, from attributes or events."""
+    a = span.attributes
+    where = f"{span.where}.attributes"
+    inputs: list[RawMessage] = []
+    if "llm.input_messages.0.message.role" in a:
+        inputs = _openinference(_unflatten(a, "llm.input_messages"), f"{where}.llm.input_messages")
+        outputs = _openinference(
+            _unflatten(a, "llm.output_messages"), f"{where}.llm.output_messages"
+        )
+        return inputs, outputs
+    if "gen_ai.input.messages" in a or "gen_ai.output.messages" in a:
+        if "gen_ai.system_instructions" in a:
+            inputs += _instructions(
+                a["gen_ai.system_instructions"], f"{where}.gen_ai.system_instructions"
+            )
+        if "gen_ai.input.messages" in a:
+            inputs += _parts_messages(a["gen_ai.input.messages"], f"{where}.gen_ai.input.messages")
+        outputs = (
+            _parts_messages(a["gen_ai.output.messages"], f"{where}.gen_ai.output.messages")
+            if "gen_ai.output.messages" in a
+            else []
+        )
+        return inputs, outputs
+    outputs = []
+    for k, (name, attrs) in enumerate(span.events):
+        at = f"{span.where}.events[{k}]"
+        if name in _EVENT_ROLES:
+            inputs.append(_old_message(_EVENT_ROLES[name], attrs, at))
+        elif name == "gen_ai.choice":
+            outputs.append(_old_message("assistant", attrs, at))
+        elif name in ("gen_ai.content.prompt", "gen_ai.content.completion"):
+            key = "gen_ai.prompt" if name.endswith("prompt") else "gen_ai.completion"
+            msgs = maybe_json(attrs.get(key), f"{at}.{key}")
+            if not isinstance(msgs, list):
+                raise PathError(f"{at}.{key}", "expected a JSON list of messages")
+            target = inputs if key == "gen_ai.prompt" else outputs
+            for j, m in enumerate(msgs):
+                if not isinstance(m, dict):
+                    raise PathError(f"{at}.{key}[{j}]", "expected a message object")
+                try:
+                    target.append(message_from_dict(m, 0))
+                except ValueError as exc:
+                    raise PathError(f"{at}.{key}[{j}]", str(exc)) from None
+    return inputs, outputs
+
+
+# --- the format ----------------------------------------------------------------------------
+
+
+def _first_span(source: Source) -> Any:
+    if not source.records:
+        return None
+    first = source.records[0][1]
+    if isinstance(first, list):
+        return first[0] if first else None
+    return first
+
+
+def detect(source: Source) -> bool:
+    first = _first_span(source)
+    if is_otlp(first) or is_otlp_logs(first):
+        return True
+    return is_sdk_span(first) and isinstance(first.get("attributes"), dict)
+
+
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    try:
+        spans = spans_of(source)
+    except PathError as exc:
+        raise source.error(str(exc)) from None
+    yield from with_memory_tools(read_spans(spans, source, skip_invalid))
+
+
+def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    by_id = {s.span_id: s for s in spans if s.span_id}
+
+    def ancestors(s: Span) -> Iterator[Span]:
+        seen: set[str] = set()
+        parent = s.parent_id
+        while parent and parent in by_id and parent not in seen:
+            seen.add(parent)
+            s = by_id[parent]
+            yield s
+            parent = s.parent_id
+
+    ledger = CallLedger()
+    session: str | None = None
+    nested = 0
+    uncaptured = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        op = span.operation
+        if op not in INFERENCE and op not in SEARCH:
+            continue
+        chain = list(ancestors(span))
+        if sum(1 for a in chain if a.operation == "invoke_agent") >= 2:
+            nested += 1
+            continue
+        conv = next(
+            (
+                str(s.attributes[key])
+                for s in (span, *chain)
+                for key in SESSION_KEYS
+                if s.attributes.get(key) is not None
+            ),
+            None,
+        )
+        if conv is not None and conv != session:
+            session = conv
+            ledger.session(conv)
+            yield RawSession(conv)
+        try:
+            if op in SEARCH:
+                found = _retrieval(span)
+                if found is None:
+                    uncaptured += 1
+                else:
+                    yield found
+                continue
+            inputs, outputs = _messages(span)
+            if not inputs:
+                raise PathError(
+                    span.where,
+                    f"span {span.name!r} has no input messages (gen_ai.input.messages or "
+                    "gen_ai.*.message events); was content capture off? "
+                    "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+                )
+        except PathError as exc:
+            bad(source, skip_invalid, exc)
+            continue
+        a = span.attributes
+        model = (
+            a.get("gen_ai.response.model")
+            or a.get("gen_ai.request.model")
+            or a.get("llm.model_name")
+        )
+        call = Call(
+            span.where,
+            session,
+            inputs,
+            outputs,
+            span.start,
+            next(
+                (n for key in PROMPT_TOKEN_KEYS if (n := int_or_none(a.get(key))) is not None),
+                None,
+            ),
+            None if model is None else str(model),
+        )
+        yield from ledger.call(
+            call.inputs,
+            call.outputs,
+            prompt_tokens=call.prompt_tokens,
+            model=call.model,
+            source=call.where,
+        )
+    if uncaptured:
+        source.warnings.append(
+            f"{source.path}: {uncaptured} memory search span(s) without their records "
+            "(content capture off): not judged"
+        )
+    if nested:
+        source.warnings.append(
+            f"{source.path}: {nested} span(s) of nested sub-agents left out (their own context; "
+            "their answers reach this agent as tool results)"
+        )
+
+
+def _retrieval(span: Span) -> RawRetrieval | None:
+    a = span.attributes
+    where = f"{span.where}.attributes"
+    if a.get("openinference.span.kind") == "RETRIEVER":
+        docs = [d.get("document") for d in _unflatten(a, "retrieval.documents")]
+        if not docs:
+            return None
+        query = a.get("input.value", "")
+        at = f"{where}.retrieval.documents"
+        return RawRetrieval(as_text(query), records_of(docs, at), None, span.where)
+    memory = span.operation == "search_memory"
+    key = "gen_ai.memory.records" if memory else "gen_ai.retrieval.documents"
+    if key not in a:
+        return None  # content capture off: what came back is unknown, which is not "nothing"
+    query = a.get("gen_ai.memory.query.text" if memory else "gen_ai.retrieval.query.text", "")
+    records = records_of(a[key], f"{where}.{key}")
+    return RawRetrieval(as_text(query), records, None, span.where)
