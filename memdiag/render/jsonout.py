@@ -98,12 +98,16 @@ def replay_json_chunks(
         else:
             yield '      "turns": [],\n'
         facts = dumps([fact_json(f) for f in r.facts]).replace("\n", "\n      ")
-        yield f'      "facts": {facts}\n'
+        if r.name == "observed":
+            calls = dumps([call_json(c) for c in r.calls]).replace("\n", "\n      ")
+            yield f'      "facts": {facts},\n      "calls": {calls}\n'
+        else:
+            yield f'      "facts": {facts}\n'
         yield "    }" + ("\n" if n == len(results) - 1 else ",\n")
     yield "  }\n}"
 
 
-def _ids(ids: tuple[str, ...], pad: str) -> str:
+def _ids(ids: Sequence[str], pad: str) -> str:
     if not ids:
         return "[]"
     inner = f",\n{pad}  ".join(_encode_str(i) for i in ids)
@@ -111,24 +115,23 @@ def _ids(ids: tuple[str, ...], pad: str) -> str:
 
 
 def _turn_text(r: TurnRecord, pad: str) -> str:
-    """``turn_json(r)`` as ``dumps`` indents it at ``pad``."""
-    if r.pinned:  # rare and nested: the general encoder
-        return pad + dumps(turn_json(r)).replace("\n", "\n" + pad)
+    """``turn_json(r)`` as ``dumps`` indents it at ``pad`` (the common value types by hand)."""
     p = pad + "  "
-    tokens = f",\n{p}  ".join(f"{_encode_str(k)}: {v}" for k, v in r.tokens.items())
-    parts = [
-        f'{p}"turn": {r.turn}',
-        f'{p}"session": {_encode_str(r.session)}',
-        f'{p}"session_turn": {r.session_turn}',
-        f'{p}"tokens": {{\n{p}  {tokens}\n{p}}}' if r.tokens else f'{p}"tokens": {{}}',
-        f'{p}"entered": {_ids(r.entered, p)}',
-        f'{p}"evicted": {_ids(r.evicted, p)}',
-        f'{p}"summarized": {_ids(r.summarized, p)}',
-    ]
-    if r.dropped_by_session:
-        parts.append(f'{p}"dropped_by_session": {_ids(r.dropped_by_session, p)}')
-    if r.overflow:
-        parts.append(f'{p}"overflow": true')
+    parts = []
+    for key, value in turn_json(r).items():
+        kind = type(value)
+        if kind is int:
+            text = str(value)
+        elif kind is str:
+            text = _encode_str(value)
+        elif kind is list and all(type(v) is str for v in value):
+            text = _ids(value, p)
+        elif kind is dict and value and all(type(v) is int for v in value.values()):
+            inner = f",\n{p}  ".join(f"{_encode_str(k)}: {v}" for k, v in value.items())
+            text = f"{{\n{p}  {inner}\n{p}}}"
+        else:  # booleans, pins, anything nested: the general encoder
+            text = dumps(value).replace("\n", "\n" + p)
+        parts.append(f"{p}{_encode_str(key)}: {text}")
     return f"{pad}{{\n" + ",\n".join(parts) + f"\n{pad}}}"
 
 
