@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import sys
@@ -39,15 +40,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# beside the main checkout (../shared), or two levels up from a worktree of it
-DEV = next(
-    (
-        d / "shared" / "datasets" / "locomo" / "locomo-conv-26.json"
-        for d in (ROOT.parent, ROOT.parent.parent)
-        if (d / "shared" / "datasets" / "locomo" / "locomo-conv-26.json").is_file()
-    ),
-    ROOT.parent / "shared" / "datasets" / "locomo" / "locomo-conv-26.json",
-)
+# $MEMDIAG_SHARED, beside the checkout (../shared), or two levels up from a worktree of it
+_SHARED = [Path(os.environ["MEMDIAG_SHARED"])] if os.environ.get("MEMDIAG_SHARED") else []
+_SHARED += [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
+_DEV_FILES = [d / "datasets" / "locomo" / "locomo-conv-26.json" for d in _SHARED]
+DEV = next((f for f in _DEV_FILES if f.is_file()), _DEV_FILES[0])
 NEGATIVES = Path(__file__).resolve().parent / "data" / "negative_facts.txt"
 OTHER_NAMES = ("Priya", "Tomas")
 

@@ -22,12 +22,12 @@ Errors name the item by its place (`[7].call_id: ...`), or its line in JSON Line
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import PathError as _Bad
 from memdiag.transcript.source import Source, bad_at, drop_nulls, slim_blobs
@@ -380,7 +380,7 @@ def read_items(
     id_suffix: str = "",
 ) -> list[RawItem]:
     """Responses items → raw messages (one session), and the observed windows that compaction
-    items tell (SPEC §2b) when the events of §2b are available.
+    items tell (SPEC §2b).
 
     ``default_id(message, k)`` names the k-th message when its item has no id (the windows
     need every id); without it they are named as the transcript would (`m<k+1>`).
@@ -395,34 +395,23 @@ def read_items(
     return [*messages, *compaction_windows(messages, reader.compactions)]
 
 
-def _events() -> Any:
-    """memdiag.transcript.events (SPEC §2b: window and retrieval events), or None while it is
-    not there: it lands with the trace formats (issue 10, branch traces)."""
-    try:
-        return importlib.import_module("memdiag.transcript.events")
-    except ModuleNotFoundError:
-        return None
-
-
 def compaction_windows(
     messages: list[RawMessage], compactions: list[tuple[int, Item]]
-) -> list[Any]:
+) -> list[RawWindow]:
     """The requests after a `compaction` item saw it (an opaque summary of everything before
     it) and the items after it: one observed window per request, until the next compaction.
 
     A request starts at each assistant message (reply or tool call) that follows the
     compaction, a user message or a tool result; a hosted tool's result (web search, ...) is
-    part of the request that ran it. Without the events module: nothing (the compaction stays
-    metadata of the next message).
+    part of the request that ran it.
     """
-    events = _events()
-    if events is None or not compactions:
+    if not compactions:
         return []
-    windows: list[Any] = []
+    windows: list[RawWindow] = []
     bounds = [p for p, _ in compactions] + [len(messages)]
     for (start, item), end in zip(compactions, bounds[1:], strict=True):
         covers = tuple(str(m.id) for m in messages[:start])
-        extra = (events.Extra("summary", "", covers=covers, opaque=True),)
+        extra = (Extra("summary", "", covers=covers, opaque=True),)
         source = item.where or f"line {item.line}"
         for r in range(start, end):
             m = messages[r]
@@ -435,6 +424,6 @@ def compaction_windows(
             if starts:
                 ids = tuple(str(x.id) for x in messages[start:r])
                 windows.append(
-                    events.RawWindow(str(m.id), ids, extra, source=source, line=item.line)
+                    RawWindow(str(m.id), ids, extra, source=source, line=item.line)
                 )
     return windows
