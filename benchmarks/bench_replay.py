@@ -1,20 +1,33 @@
-"""Replay benchmark (SPEC §9): all strategies over a generated transcript vs encoding it once.
+"""Replay benchmark (SPEC §9): all strategies over a generated transcript vs encoding it once,
+and against a peer: LangChain's `trim_messages` called at every turn.
 
     python benchmarks/bench_replay.py --messages 100000
+    pip install -e '.[bench]'   # the peer (langchain-core) and the plot (matplotlib)
+    python benchmarks/bench_replay.py --messages 20000 --peers 1000,10000,100000 \
+        --plot docs/bench_replay_peers.png
 
 Prints the baseline (tiktoken-encoding every message once, measured in the same run), the time
 of a full replay of every strategy (counting included), their ratio (target ≤ 2×), time per
 message at several sizes (flat = O(n)), and the peak resident memory of the process.
+
+Peers: at every user turn, `trim_messages(history, strategy="last", include_system=True,
+start_on="human")` with a token counter giving memdiag's own counts (the same tiktoken
+encoding and chat overhead), as an agent would call it, against memdiag's `sliding_window`
+over the same budget (its single counting pass included). A peer size stops being run once
+the previous size predicts more than --peer-limit seconds; the table then says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import random
 import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -92,23 +105,24 @@ def generate(n_messages: int, seed: int = 7) -> Transcript:
     return build(items, path="<generated>", format="canonical")  # type: ignore[arg-type]
 
 
-def baseline(t: Transcript) -> tuple[float, float]:
-    """(single-thread loop, batched) time to encode every message once with tiktoken."""
+def baseline(t: Transcript) -> tuple[float, float, float]:
+    """(single-thread loop, batched, loop CPU) seconds to encode every message once."""
     enc = TokenCounter().encoding
     texts = [m.content for m in t.messages]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for text in texts:
         enc.encode_ordinary(text)
-    loop = time.perf_counter() - start
+    loop, loop_cpu = time.perf_counter() - start, time.process_time() - cpu
     start = time.perf_counter()
     enc.encode_ordinary_batch(texts, num_threads=2)
     batch = time.perf_counter() - start
-    return loop, batch
+    return loop, batch, loop_cpu
 
 
 def full_replay(t: Transcript, facts: list[str]) -> tuple[float, dict[str, float]]:
-    """Total time of counting + every strategy, and the share of each part."""
+    """Total time of counting + every strategy, and the share of each part (and its CPU)."""
     parts: dict[str, float] = {}
+    cpu = time.process_time()
     start = time.perf_counter()
     rctx = prepare(t, Settings(budget=4000))
     parts["count+units"] = time.perf_counter() - start
@@ -120,29 +134,280 @@ def full_replay(t: Transcript, facts: list[str]) -> tuple[float, dict[str, float
         mark = time.perf_counter()
         replay(rctx, name, facts)
         parts[name] = time.perf_counter() - mark
+    parts["CPU"] = time.process_time() - cpu
     return time.perf_counter() - start, parts
+
+
+def lc_messages(t: Transcript) -> list[Any]:
+    """The transcript as LangChain messages; each carries the text memdiag counts for it."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    from memdiag.tokens import _message_text
+
+    out: list[Any] = []
+    for m in t.messages:
+        extra = {"memdiag_text": _message_text(m)}
+        if m.role == "system":
+            out.append(SystemMessage(m.content, additional_kwargs=extra))
+        elif m.role == "user":
+            out.append(HumanMessage(m.content, additional_kwargs=extra))
+        elif m.role == "assistant":
+            calls = [
+                {"name": c["function"]["name"], "args": {"q": "flights"}, "id": c["id"]}
+                for c in m.tool_calls
+            ]
+            out.append(AIMessage(m.content, tool_calls=calls, additional_kwargs=extra))
+        else:
+            out.append(
+                ToolMessage(m.content, tool_call_id=m.tool_call_id or "", additional_kwargs=extra)
+            )
+    return out
+
+
+def peer_trim(t: Transcript, budget: int, cached: bool = False) -> float:
+    """Seconds for `trim_messages` at every user turn of ``t``.
+
+    ``cached``: the counter remembers each message's count (a user who thought of it);
+    otherwise every call recounts the history, as the documented token counters do.
+    """
+    from langchain_core.messages import trim_messages
+
+    counter = TokenCounter()
+    encode = counter.encoding.encode_ordinary
+    per = counter.overhead.per_message
+    roles = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+    role_tokens = {k: counter.role_tokens[v] for k, v in roles.items()}
+    memo: dict[int, int] = {}
+
+    def one(m: Any) -> int:  # memdiag's cost of one message
+        text = m.additional_kwargs["memdiag_text"]
+        return per + role_tokens[m.type] + (len(encode(text)) if text else 0)
+
+    def count(messages: list[Any]) -> int:
+        if not cached:
+            return sum(one(m) for m in messages)
+        total = 0
+        for m in messages:
+            n = memo.get(id(m))
+            if n is None:
+                n = memo[id(m)] = one(m)
+            total += n
+        return total
+
+    history = lc_messages(t)
+    users = [i for i, m in enumerate(t.messages) if m.role == "user"]
+    start = time.perf_counter()
+    for i in users:
+        trim_messages(
+            history[: i + 1],
+            max_tokens=budget - counter.overhead.reply_priming,
+            token_counter=count,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+        )
+    return time.perf_counter() - start
+
+
+def memdiag_sliding(t: Transcript, budget: int) -> float:
+    start = time.perf_counter()
+    replay(prepare(t, Settings(budget=budget)), "sliding_window")
+    return time.perf_counter() - start
+
+
+PEERS = {"trim_messages": False, "trim_messages+memo": True}
+Row = dict[str, Any]
+
+
+def peers(sizes: list[int], budget: int, limit: float) -> list[Row]:
+    """Per size: messages, memdiag seconds and each peer's seconds (None when skipped)."""
+    rows: list[Row] = []
+    print(f"\npeers at every user turn, budget {budget} tokens (memdiag: best of 2)")
+    head = f"{'messages':>9} {'memdiag sliding_window':>23}"
+    for name in PEERS:
+        head += f" {name:>21} {'advantage':>10}"
+    print(head)
+    for n in sizes:
+        t = generate(n)
+        ours = min(memdiag_sliding(t, budget) for _ in range(2))
+        row: Row = {"n": len(t.messages), "memdiag": ours}
+        line = f"{row['n']:>9} {ours:22.2f}s"
+        for name, cached in PEERS.items():
+            guess = _predict(rows, name, row["n"])
+            if guess is not None and guess > limit:
+                row[name] = None
+                line += f" {f'~{guess:,.0f}s predicted':>21} {'skipped':>10}"
+                continue
+            row[name] = theirs = peer_trim(t, budget, cached)
+            line += f" {theirs:20.2f}s {theirs / ours:9.0f}x"
+        rows.append(row)
+        print(line, flush=True)
+    for name in ("memdiag", *PEERS):
+        pts = [(r["n"], r[name]) for r in rows if r.get(name)]
+        parts = [
+            f"{n1:,}→{n2:,}: n^{math.log(t2 / t1) / math.log(n2 / n1):.2f}"
+            for (n1, t1), (n2, t2) in itertools.pairwise(pts)
+        ]
+        print(f"growth of {name}: {', '.join(parts) or 'one size only'}")
+    return rows
+
+
+def _predict(rows: list[Row], name: str, n: int) -> float | None:
+    """Time at ``n`` from the growth seen so far (at least quadratic: the history is recounted)."""
+    done = [(r["n"], r[name]) for r in rows if r.get(name)]
+    if not done:
+        return None
+    k = 2.0
+    if len(done) >= 2:
+        (n1, t1), (n2, t2) = done[-2], done[-1]
+        k = max(k, math.log(t2 / t1) / math.log(n2 / n1))
+    m, last = done[-1]
+    return float(last * (n / m) ** k)
+
+
+def plot(rows: list[Row], all_rows: list[tuple[int, float]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    xs = [r["n"] for r in rows]
+    ax.loglog(xs, [r["memdiag"] for r in rows], "o-", label="memdiag sliding_window")
+    if all_rows:
+        ax.loglog(
+            [r[0] for r in all_rows],
+            [r[1] for r in all_rows],
+            "s-",
+            label="memdiag, all 3 strategies",
+        )
+    for name, marker in zip(PEERS, "^v", strict=False):
+        pts = [(r["n"], r[name]) for r in rows if r.get(name)]
+        if not pts:
+            continue
+        (line,) = ax.loglog(
+            [p[0] for p in pts], [p[1] for p in pts], marker + "-", label=f"LangChain {name}"
+        )
+        if pts[-1][0] < max(xs):  # too slow to run further: the trend, dashed
+            guess = _predict([{"n": n, name: v} for n, v in pts], name, max(xs))
+            ax.loglog([pts[-1][0], max(xs)], [pts[-1][1], guess], "--", color=line.get_color())
+    ax.set_xlabel("messages in the transcript")
+    ax.set_ylabel("seconds for one replay (every turn)")
+    ax.set_title("Replay time against transcript length (dashed: extrapolated)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"plot written to {path}")
+
+
+FLOOR = """
+import sys
+from memdiag.tokens import TokenCounter
+from memdiag.transcript import load
+t = load(sys.argv[1])
+TokenCounter().encoding.encode_ordinary_batch([m.content for m in t.messages])
+"""
+
+
+def cli_runs(n: int, repeat: int) -> None:
+    """The commands a user runs, as processes: wall, CPU and peak RSS against the floor."""
+    import os
+    import subprocess
+    import tempfile
+
+    from memdiag.transcript.writer import write_canonical
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        path = Path(tmp) / "chat.jsonl"
+        with path.open("w", encoding="utf-8") as fp:
+            write_canonical(generate(n), fp)
+        py = sys.executable
+        cmds = {
+            "floor: parse + encode_ordinary_batch": [py, "-c", FLOOR, str(path)],
+            "replay --strategy all (table)": [
+                py,
+                "-m",
+                "memdiag",
+                "replay",
+                str(path),
+                "--strategy",
+                "all",
+                "--budget",
+                "4000",
+                "--show",
+                "none",
+            ],
+            "replay --strategy all --format json": [
+                py,
+                "-m",
+                "memdiag",
+                "replay",
+                str(path),
+                "--strategy",
+                "all",
+                "--budget",
+                "4000",
+                "--format",
+                "json",
+            ],
+        }
+        got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
+        for _ in range(repeat):
+            for label, cmd in cmds.items():
+                start = time.perf_counter()
+                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+                _, status, use = os.wait4(proc.pid, 0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    raise SystemExit(f"{label} failed")
+                wall = time.perf_counter() - start
+                got[label].append((wall, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024))
+    print(f"\nas processes, {n:,} messages (best of {repeat}; CPU counts every thread)")
+    floor = min(got[next(iter(cmds))])
+    for label, runs in got.items():
+        wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
+        rss = max(r[2] for r in runs)
+        print(
+            f"  {label:<38} wall {wall:6.2f}s ({wall / floor[0]:4.2f}x)  CPU {cpu:6.2f}s "
+            f"({cpu / floor[1]:4.2f}x)  peak RSS {rss:5.0f} MiB ({rss / floor[2]:4.2f}x)"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--messages", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs")
+    ap.add_argument("--peers", default="", help="sizes for the peer run, e.g. 1000,10000,100000")
+    ap.add_argument("--peer-budget", type=int, default=4000)
+    ap.add_argument("--peer-limit", type=float, default=300.0, help="seconds a peer run may take")
+    ap.add_argument("--plot", default="", help="write a PNG of time against n (matplotlib)")
+    ap.add_argument("--cli", type=int, default=0, help="also run the commands on N messages")
     args = ap.parse_args()
     facts = ["allergic to peanuts", "prefers window seats"]
     TokenCounter()  # load the encoding outside the timings
     print(f"strategies: {', '.join(STRATEGIES)}; facts tracked: {len(facts)}")
     sizes = sorted({max(1000, args.messages // 4), max(1000, args.messages // 2), args.messages})
+    all_rows: list[tuple[int, float]] = []
     for n in sizes:
         t = generate(n)
-        loop, batch = min(baseline(t) for _ in range(args.repeat))
+        loop, batch, loop_cpu = min(baseline(t) for _ in range(args.repeat))
         rep, parts = min(full_replay(t, facts) for _ in range(args.repeat))
+        all_rows.append((len(t.messages), rep))
         print(
             f"{len(t.messages):>8} messages  encode once: loop {loop:6.2f}s batch {batch:6.2f}s"
             f"  | replay all: {rep:6.2f}s  ratio vs loop {rep / loop:4.2f}x"
-            f" vs batch {rep / batch:4.2f}x"
+            f" vs batch {rep / batch:4.2f}x (CPU vs loop CPU {parts['CPU'] / loop_cpu:4.2f}x)"
             f"  | {rep / len(t.messages) * 1e6:5.1f} µs/message"
         )
         print("          " + "  ".join(f"{k} {v:.2f}s" for k, v in parts.items()))
+    if args.cli:
+        cli_runs(args.cli, args.repeat)
+    if args.peers:
+        rows = peers([int(x) for x in args.peers.split(",")], args.peer_budget, args.peer_limit)
+        if args.plot:
+            plot(rows, all_rows, args.plot)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak:.0f} MiB")
 

@@ -9,9 +9,11 @@ window tokens and misleads the diagnosis, a missed one only leaves the fact to t
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -184,6 +186,33 @@ class Extractor:
             if k in folded:
                 return True
         return False
+
+    def could_match_each(self, texts: Sequence[str]) -> list[bool]:
+        """``could_match`` of every text, from one scan per keyword over all of them.
+
+        The casefolded texts are joined by NUL, which no keyword holds, so a keyword found in
+        the joined string lies inside exactly one text; after a hit the scan resumes at the
+        next text. Same answers as one ``could_match`` call per text.
+        """
+        if self._always or not texts:
+            return [True] * len(texts)
+        folded = [t.casefold() for t in texts]
+        if any("\0" in t for t in folded) or any("\0" in k for k in self._keywords):
+            return [self.could_match(t) for t in texts]
+        joined = "\0".join(folded)
+        starts = list(itertools.accumulate((len(t) + 1 for t in folded[:-1]), initial=0))
+        hit = [False] * len(texts)
+        last = len(texts) - 1
+        find = joined.find
+        for k in self._keywords:
+            pos = find(k)
+            while pos >= 0:
+                n = bisect.bisect_right(starts, pos) - 1
+                hit[n] = True
+                if n == last:
+                    break
+                pos = find(k, starts[n + 1])
+        return hit
 
     def read_memory(
         self, text: str | None, metadata: Mapping[str, Any] | None = None
@@ -403,12 +432,15 @@ def field_for_key(key: str) -> str:
 # --- loading -------------------------------------------------------------------------------
 
 
-def load_rules(path: str | Path) -> tuple[list[Rule], dict[str, FieldSpec]]:
-    """Rules and field specs from a rules YAML file; errors name file and line."""
-    from memdiag.yamlio import line_of, load_yaml, to_dataclass
+def load_rules(path: str | Path, shipped: bool = False) -> tuple[list[Rule], dict[str, FieldSpec]]:
+    """Rules and field specs from a rules YAML file; errors name file and line.
+
+    ``shipped``: memdiag's own file, whose parsed form may come from the user cache.
+    """
+    from memdiag.yamlio import line_of, load_yaml, load_yaml_shipped, to_dataclass
 
     name = str(path)
-    data = load_yaml(path)
+    data = load_yaml_shipped(path) if shipped else load_yaml(path)
     if data is None:
         return [], {}
     parsed = to_dataclass(RulesFile, data, name)
@@ -470,7 +502,7 @@ def _check_rule(rule: Rule, raw: Any, path: str, line: int | None) -> None:
 def _builtin() -> tuple[tuple[Rule, ...], tuple[tuple[str, FieldSpec], ...]]:
     ref = resources.files("memdiag") / "data" / BUILTIN_RULES
     with resources.as_file(ref) as path:
-        rules, fields = load_rules(path)
+        rules, fields = load_rules(path, shipped=True)
     return tuple(rules), tuple(fields.items())
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # Hiragana/Katakana, CJK Extension A, Unified Ideographs, Hangul syllables, Compatibility Ideographs
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -36,6 +36,25 @@ def split_sentences(text: str) -> list[str]:
         if s:
             out.append(s)
     return out
+
+
+def split_sentences_many(texts: Sequence[str]) -> list[list[str]]:
+    """``split_sentences`` of every text, from one split of them all.
+
+    The texts are joined by a newline, NUL, newline: the newlines are boundaries that end a
+    text's last sentence and start the next text's first one exactly as the string's edges
+    do, and the NUL comes out as a sentence of its own that marks where a text ends.
+    """
+    if any("\0" in t for t in texts):
+        return [split_sentences(t) for t in texts]
+    out: list[list[str]] = [[]]
+    for part in _BOUNDARY.split("\n\0\n".join(texts)):
+        s = " ".join(part.split())
+        if s == "\0":
+            out.append([])
+        elif s:
+            out[-1].append(s)
+    return out if texts else []
 
 
 def fold(text: str) -> str:

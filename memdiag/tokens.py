@@ -1,13 +1,15 @@
 """Exact token accounting (SPEC §3): tiktoken encodings that work offline, chat overhead.
 
-The cl100k_base and o200k_base rank files ship in ``memdiag/data/tiktoken`` and are loaded
-through tiktoken with the hash tiktoken itself pins, so counts are exact with no network.
-tiktoken's own cache (``TIKTOKEN_CACHE_DIR``) is tried first, as tiktoken documents it.
+The cl100k_base and o200k_base rank files ship in ``memdiag/data/tiktoken``, checked against
+the hash tiktoken itself pins, so counts are exact with no network. Decoded once, they are kept
+in a compact form under the user cache (see ``bundled_ranks``), so a small run starts faster
+than tiktoken loading its own cached file.
 """
 
 from __future__ import annotations
 
-import os
+import gc
+import marshal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,9 +84,13 @@ def encoding_name_for(model: str | None, encoding: str | None) -> str:
 
 @lru_cache(maxsize=4)
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken encoding ``name``, from tiktoken's cache or the bundled rank files."""
+    """The tiktoken encoding ``name``: bundled ranks through the compact cache, else tiktoken's.
+
+    For the bundled encodings the ranks are the exact bytes tiktoken pins by hash, so where
+    they come from changes nothing in the counts; any other encoding goes through
+    ``tiktoken.get_encoding`` (which honours ``TIKTOKEN_CACHE_DIR`` as tiktoken documents it).
+    """
     import tiktoken
-    import tiktoken.registry
 
     if name not in BUNDLED:
         try:
@@ -102,26 +108,17 @@ def get_encoding(name: str) -> tiktoken.Encoding:
             ) from None
         except Exception as exc:
             raise InputError(f"cannot load encoding {name[:80]!r}: {exc}") from None
-    cache = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if cache:
-        try:
-            with _offline():
-                return tiktoken.get_encoding(name)
-        except Exception:
-            pass  # fall back to the bundled ranks below
-    from tiktoken.load import load_tiktoken_bpe
     from tiktoken_ext import openai_public
 
-    spec = getattr(openai_public, name)
-    ranks_path = resources.files("memdiag") / "data" / "tiktoken" / f"{name}.tiktoken"
-    with resources.as_file(ranks_path) as path:
-        ranks = load_tiktoken_bpe(str(path), expected_hash=BUNDLED[name])
     # the constructor in tiktoken_ext would download; build the same Encoding from its parts
-    template = _spec_without_ranks(spec)
+    template = _spec_without_ranks(getattr(openai_public, name))
     pat_str, special_tokens = template["pat_str"], template["special_tokens"]
     assert isinstance(pat_str, str) and isinstance(special_tokens, dict)
     return tiktoken.Encoding(
-        name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens
+        name=name,
+        pat_str=pat_str,
+        mergeable_ranks=bundled_ranks(name),
+        special_tokens=special_tokens,
     )
 
 
@@ -146,6 +143,49 @@ def _offline() -> Iterator[None]:
         yield
     finally:
         tiktoken.load.read_file = real
+
+
+def bundled_ranks(name: str) -> dict[bytes, int]:
+    """The mergeable ranks of a bundled encoding, from the compact cache when it is sound.
+
+    Decoding the rank file (200,000 base64 lines) costs more than everything else a small run
+    does, so the decoded dict is kept as ``marshal`` data under the user cache, keyed by the
+    rank file's hash and checked against a hash of its own bytes. Marshal, not pickle: loading
+    it can never run code. A missing, stale, corrupt or unwritable cache only costs the decode.
+    """
+    from memdiag import usercache
+
+    rank_hash = BUNDLED[name]
+    path = usercache.entry("tiktoken", f"{name}-{rank_hash[:16]}")
+    if path is not None:
+        payload = usercache.read_checked(path, rank_hash.encode())
+        if payload is not None:
+            try:
+                with _gc_paused():  # collections while 200,000 objects appear find no garbage
+                    ranks = marshal.loads(payload)
+            except (ValueError, EOFError, TypeError):
+                ranks = None
+            if isinstance(ranks, dict) and len(ranks) > 1000:
+                return ranks
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks_file = resources.files("memdiag") / "data" / "tiktoken" / f"{name}.tiktoken"
+    with resources.as_file(ranks_file) as rf:
+        ranks = load_tiktoken_bpe(str(rf), expected_hash=rank_hash)
+    if path is not None:
+        usercache.write_checked(path, rank_hash.encode(), marshal.dumps(ranks))
+    return ranks
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _spec_without_ranks(spec_fn: Callable[[], dict[str, object]]) -> dict[str, object]:
@@ -198,6 +238,12 @@ class TokenCounter:
                 self._sections.clear()
             cost = self._sections[text] = self.message_cost("system", text)
         return cost
+
+    def remember_section(self, text: str, cost: int) -> None:
+        """Record ``section_cost(text)`` computed by a caller that knows it exactly."""
+        if len(self._sections) >= 8:
+            self._sections.clear()
+        self._sections[text] = cost
 
     def message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
         """Cost of every message, each encoded exactly once (batched)."""

@@ -156,6 +156,46 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> Any:
         raise InputError(str(exc), path=name, line=line_of(exc.node)) from None
 
 
+def load_yaml_shipped(path: str | Path) -> Any:
+    """A YAML file memdiag ships, as plain data (no line numbers), parsed once per content.
+
+    Parsing the built-in rules costs a small run more than replaying it, so the parsed data is
+    kept as ``marshal`` data in the user cache, keyed by the file's hash; when the cache is
+    missing, stale, corrupt or unwritable, the file is parsed as usual.
+    """
+    import contextlib
+    import hashlib
+    import marshal
+
+    from memdiag import usercache
+
+    raw = Path(path).read_bytes()
+    digest = hashlib.sha256(raw).digest()
+    entry = usercache.entry("yaml", f"{Path(path).stem}-{digest.hex()[:16]}")
+    if entry is not None:
+        payload = usercache.read_checked(entry, digest)
+        if payload is not None:
+            try:
+                return marshal.loads(payload)
+            except (ValueError, EOFError, TypeError):
+                pass
+    data = load_yaml(path)
+    if entry is not None:
+        # a type marshal cannot hold (e.g. a date) leaves the file parsed every time
+        with contextlib.suppress(ValueError):
+            usercache.write_checked(entry, digest, marshal.dumps(_plain(data)))
+    return data
+
+
+def _plain(data: Any) -> Any:
+    """LineDict/LineList → dict/list (marshal holds exact built-in types only)."""
+    if isinstance(data, dict):
+        return {k: _plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_plain(v) for v in data]
+    return data
+
+
 def line_of(obj: Any, key: Any = None) -> int | None:
     if isinstance(obj, LineDict):
         return obj.line_of(key) if key is not None else obj.line

@@ -27,6 +27,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.getbasetemp() / "home"
     home.mkdir(exist_ok=True)
     monkeypatch.setenv("HOME", str(home))
+    # memdiag's user cache lands under this HOME (shared by the session, as on a real machine)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("MEMDIAG_CACHE_DIR", raising=False)
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     # the embedding cache of the evidence ranking: under the tmp HOME, whatever XDG says

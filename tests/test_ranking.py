@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memdiag.ranking import Params, evidence_index, rank_evidence
-from memdiag.ranking.cache import EmbeddingCache, user_cache_dir
+from memdiag.ranking.cache import EmbeddingCache
 from memdiag.ranking.dense import name_stripper, strip_subject
 from memdiag.ranking.lexical import terms
 from memdiag.ranking.temporal import fact_intervals, parse_date, text_intervals
@@ -177,13 +177,16 @@ def test_cache_that_cannot_be_written_is_switched_off(tmp_path: Path) -> None:
     cache.put(["a"], __import__("numpy").zeros((1, 3), dtype="float32"))  # no error
 
 
-def test_user_cache_dir_follows_the_platform(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cache_follows_the_user_cache_dir(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("MEMDIAG_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     if sys.platform.startswith("linux"):
-        assert user_cache_dir() == tmp_path / "xdg" / "memdiag"
+        assert EmbeddingCache("m").path.parent == tmp_path / "xdg" / "memdiag" / "embeddings"
     monkeypatch.setenv("MEMDIAG_CACHE_DIR", str(tmp_path / "mine"))
-    assert user_cache_dir() == tmp_path / "mine"
+    assert EmbeddingCache("m").path.parent == tmp_path / "mine" / "embeddings"
+    monkeypatch.setenv("MEMDIAG_CACHE_DIR", "")  # empty: no cache at all
+    off = EmbeddingCache("m")
+    assert off.error is not None and off.get(["a"]) == [None]
 
 
 def test_fast_minilm_gives_chromadb_vectors(model_dir: Path) -> None:
@@ -336,7 +339,7 @@ def test_diagnose_json_lists_ranked_candidates(
     facts = ["--fact", "Dana relocated from Chicago.", "--fact", "Tomas is studying law."]
     first = CliRunner().invoke(app, [*args, *facts, "--no-cache"])
     assert first.exit_code in (0, 1), first.output
-    assert not cache.exists()  # --no-cache: nothing written
+    assert not (cache / "embeddings").exists()  # --no-cache: no embedding written
     moved, other = json.loads(first.stdout)["diagnoses"]
     assert moved["evidence"][0]["id"] == "u5" and moved["verdict"] != "never_stated"
     for e in moved["evidence"]:
@@ -345,7 +348,7 @@ def test_diagnose_json_lists_ranked_candidates(
     assert not any(e["stated"] for e in other["evidence"])
     assert "cache off" in other["details"]["semantic_search"]
     CliRunner().invoke(app, [*args, *facts])
-    assert any(cache.rglob("*.sqlite"))
+    assert any((cache / "embeddings").rglob("*.sqlite"))
     again = CliRunner().invoke(app, [*args, *facts])
     note = json.loads(again.stdout)["diagnoses"][0]["details"]["semantic_search"]
     assert "(0 embedded" in note

@@ -26,6 +26,8 @@ from memdiag.config import Settings
 from memdiag.errors import InputError, UsageError
 
 if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
     from memdiag.replay import FactSurvival, ReplayContext
     from memdiag.stores.audit import AuditReport, Finding
     from memdiag.stores.open import LongTermStores
@@ -315,6 +317,68 @@ def _run_indexed(args: tuple[Case, str]) -> CaseResult:
     return run_case(*args)
 
 
+def _worker_context(spec: CheckSpec) -> BaseContext:
+    """How to start workers: fork a warmed-up parent where that is safe, else spawn.
+
+    A spawned worker imports memdiag and loads its encoding again (about a second of start-up
+    per worker, which many small cases never win back). Forking a parent that has already
+    loaded the encodings and the modules the cases need starts workers at once. Fork is safe
+    only while this process runs a single thread, native ones included (a forked child would
+    inherit another thread's locks mid-state: chromadb and onnxruntime start threads), and
+    only on Linux (macOS system libraries do not survive fork; Windows has no fork). Results
+    are the same either way: a case reads everything it checks from its own files.
+    """
+    import multiprocessing
+
+    if _os_threads() == 1:
+        _warm_up(spec)
+        if _os_threads() == 1:  # warming up started no thread
+            return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _os_threads() -> int | None:
+    """Threads of this process as Linux counts them (None elsewhere).
+
+    Not ``threading.active_count()``: chromadb's and onnxruntime's native threads are
+    invisible to it, and a child forked while they hold a lock hangs on it.
+    """
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def _warm_up(spec: CheckSpec) -> None:
+    """Load what the cases need (modules, rules, encodings) once, before forking."""
+    import contextlib
+    import importlib
+
+    from memdiag.errors import MemdiagError
+    from memdiag.extract import default_extractor
+
+    # none of these imports chromadb, numpy or onnxruntime (a case opening a store does)
+    for module in (
+        "memdiag.transcript",
+        "memdiag.replay",
+        "memdiag.diagnosis",
+        "memdiag.strategies.sliding_window",
+        "memdiag.strategies.summary",
+        "memdiag.strategies.scratchpad",
+    ):
+        importlib.import_module(module)
+    default_extractor()
+    for settings in {id(c.settings): c.settings for c in spec.cases}.values():
+        # the case itself reports a bad model or encoding when it runs, as a serial run does
+        with contextlib.suppress(MemdiagError):
+            settings.token_counter()  # the encoding stays cached for the process's lifetime
+
+
 def run_checks(
     spec: CheckSpec, jobs: int = 1, progress: Callable[[int], None] | None = None
 ) -> CheckReport:
@@ -333,16 +397,16 @@ def run_checks(
             if progress is not None:
                 progress(len(results))
     else:
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # spawn, not fork: a forked child would inherit chromadb/tokenizer threads and locks
-        # mid-state; workers import memdiag afresh, so results match a serial run exactly.
-        ctx = multiprocessing.get_context("spawn")
+        ctx = _worker_context(spec)
+        # a few chunks per worker: one round trip per chunk instead of per case, and still
+        # balanced when cases differ in size
+        chunk = max(1, -(-len(work) // (workers * 4)))
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             # map() yields in submission order and re-raises a case's error at its position, so
             # the first error reported is the one a serial run would have stopped at.
-            for result in pool.map(_run_indexed, work):
+            for result in pool.map(_run_indexed, work, chunksize=chunk):
                 results.append(result)
                 if progress is not None:
                     progress(len(results))

@@ -93,13 +93,15 @@ def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] 
         TimeRemainingColumn(),
         console=stderr(),
         transient=True,
+        # redrawn by tick() only: no refresh thread, so `check --jobs` may fork its workers
+        auto_refresh=False,
     ) as bar:
         task = bar.add_task(label, total=None, visible=False)
 
         def tick(done: int, total: int) -> None:
             # a few hundred redraws at most, however long the run
             if total >= min_total and (done % max(1, total // 200) == 0 or done == total):
-                bar.update(task, completed=done, total=total, visible=True)
+                bar.update(task, completed=done, total=total, visible=True, refresh=True)
 
         yield tick
 

@@ -9,31 +9,17 @@ written (read-only home, full disk) is switched off for the run, never an error.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memdiag.usercache import cache_dir
+
 if TYPE_CHECKING:
     import numpy as np
 
-ENV_CACHE_DIR = "MEMDIAG_CACHE_DIR"
 _SQL_VARS = 500  # keys per SELECT (SQLite's default limit on variables is 999)
-
-
-def user_cache_dir() -> Path:
-    """memdiag's cache folder: $MEMDIAG_CACHE_DIR, else the platform's user cache dir."""
-    env = os.environ.get(ENV_CACHE_DIR)
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "memdiag" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "memdiag"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memdiag"
 
 
 def text_key(model: str, text: str) -> bytes:
@@ -45,11 +31,15 @@ class EmbeddingCache:
 
     def __init__(self, model: str, folder: Path | None = None) -> None:
         self.model = model
-        self.path = (folder or user_cache_dir()) / "embeddings" / f"{_safe(model)}.sqlite"
+        base = folder if folder is not None else cache_dir()
+        self.path = (base or Path()) / "embeddings" / f"{_safe(model)}.sqlite"
         self.hits = 0
         self.misses = 0
         self.error: str | None = None
         self._db: sqlite3.Connection | None = None
+        if base is None:
+            self.error = "embedding cache off (MEMDIAG_CACHE_DIR is empty)"
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30)

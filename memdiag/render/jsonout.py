@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
+from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
@@ -67,6 +68,71 @@ def replay_json(
             for r in results
         },
     }
+
+
+def replay_json_chunks(
+    transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
+) -> Iterator[str]:
+    """``dumps(replay_json(...))`` written piece by piece, byte for byte the same text.
+
+    A long replay has hundreds of thousands of turn records: building them all as dicts and
+    then one string (json's indented encoder is pure Python) costs more than the replay.
+    Turns are formatted one at a time instead; a test holds the text equal to ``dumps``.
+    """
+    yield "{\n"
+    yield f'  "transcript": {_encode_str(transcript)},\n'
+    yield f'  "encoding": {_encode_str(encoding)},\n'
+    yield f'  "budget": {json.dumps(budget)},\n'
+    if not results:
+        yield '  "strategies": {}\n}'
+        return
+    yield '  "strategies": {\n'
+    for n, r in enumerate(results):
+        yield f"    {_encode_str(r.name)}: {{\n"
+        if r.turns:
+            yield '      "turns": [\n'
+            last = len(r.turns) - 1
+            for k, t in enumerate(r.turns):
+                yield _turn_text(t, " " * 8) + ("\n" if k == last else ",\n")
+            yield "      ],\n"
+        else:
+            yield '      "turns": [],\n'
+        facts = dumps([fact_json(f) for f in r.facts]).replace("\n", "\n      ")
+        if r.name == "observed":
+            calls = dumps([call_json(c) for c in r.calls]).replace("\n", "\n      ")
+            yield f'      "facts": {facts},\n      "calls": {calls}\n'
+        else:
+            yield f'      "facts": {facts}\n'
+        yield "    }" + ("\n" if n == len(results) - 1 else ",\n")
+    yield "  }\n}"
+
+
+def _ids(ids: Sequence[str], pad: str) -> str:
+    if not ids:
+        return "[]"
+    inner = f",\n{pad}  ".join(_encode_str(i) for i in ids)
+    return f"[\n{pad}  {inner}\n{pad}]"
+
+
+def _turn_text(r: TurnRecord, pad: str) -> str:
+    """``turn_json(r)`` as ``dumps`` indents it at ``pad`` (the common value types by hand)."""
+    p = pad + "  "
+    parts = []
+    for key, value in turn_json(r).items():
+        kind = type(value)
+        if kind is int:
+            text = str(value)
+        elif kind is str:
+            text = _encode_str(value)
+        elif kind is list and all(type(v) is str for v in value):
+            text = _ids(value, p)
+        elif kind is dict and value and all(type(v) is int for v in value.values()):
+            inner = f",\n{p}  ".join(f"{_encode_str(k)}: {v}" for k, v in value.items())
+            text = f"{{\n{p}  {inner}\n{p}}}"
+        else:  # booleans, pins, anything nested: the general encoder
+            text = dumps(value).replace("\n", "\n" + p)
+        parts.append(f"{p}{_encode_str(key)}: {text}")
+    return f"{pad}{{\n" + ",\n".join(parts) + f"\n{pad}}}"
 
 
 def call_json(c: CallTokens) -> dict[str, Any]:

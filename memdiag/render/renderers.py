@@ -83,11 +83,15 @@ class JsonRenderer(Renderer):
     """One JSON document per run (SPEC §5)."""
 
     def replay(self, report: ReplayReport, show: str) -> None:
-        from memdiag.render.jsonout import replay_json
+        from memdiag.render.jsonout import replay_json_chunks
 
-        _document(
-            replay_json(report.transcript.path, report.encoding, report.budget, report.results)
-        )
+        # streamed: a long replay's document is never built whole (same text as _document)
+        write = sys.stdout.write
+        for chunk in replay_json_chunks(
+            report.transcript.path, report.encoding, report.budget, report.results
+        ):
+            write(chunk)
+        write("\n")
 
     def diagnose(self, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
         from memdiag.render.jsonout import diagnose_json
