@@ -33,6 +33,9 @@ from memdiag.transcript.model import RawItem, RawMessage, Transcript, build
 from memdiag.transcript.source import Source, check_tool_calls, read_source
 
 SHAPE_ERROR = "a value of another type than the"
+# what a reader raises on a value it did not check (a string where an object belongs, "" where
+# a number belongs): input errors all the same, so one line and exit 2, never a traceback
+_UNCHECKED = (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError)
 
 _ALL: tuple[Format, ...] = (
     canonical,
@@ -119,7 +122,7 @@ def load(
         source = read_source(path, skip_invalid)
         try:
             name = fmt or detect_format(source)
-        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        except _UNCHECKED as exc:
             raise InputError(
                 f"{SHAPE_ERROR} format detection expects ({type(exc).__name__}: {clip(exc)})",
                 path=source.path,
@@ -135,7 +138,7 @@ def load(
                 items = list(reader.read(source, skip_invalid, select=select))
             else:
                 items = list(reader.read(source, skip_invalid))
-        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        except _UNCHECKED as exc:
             # a value of a type the reader did not check (a string where an object belongs):
             # bad input all the same, so exit 2 with one line, never a traceback
             raise InputError(
