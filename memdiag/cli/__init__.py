@@ -17,15 +17,12 @@ from memdiag import __version__
 from memdiag.cli.options import (
     AtOpt,
     ConfigOpt,
-    ConversationOpt,
     FactOpt,
     FactsFileOpt,
     FormatOpt,
-    FromOpt,
     HtmlOpt,
+    InputFlags,
     QuietOpt,
-    SessionOpt,
-    SkipInvalidOpt,
     StoreFlags,
     TopKOpt,
     TranscriptArg,
@@ -112,10 +109,7 @@ def replay(
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
     quiet: QuietOpt = False,
-    input_format: FromOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    session: SessionOpt = None,
-    conversation: ConversationOpt = None,
+    reading: InputFlags = InputFlags(),
 ) -> None:
     """Replay a transcript through simulated context windows, turn by turn.
 
@@ -135,7 +129,7 @@ def replay(
             window.overrides(),
             **{"store.facts_file": str(facts_file) if facts_file else None},
         )
-        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
+        t = load_transcript(transcript, reading)
         if not t.turns:
             stderr().print(
                 "[yellow]warning:[/] no user messages, so no turn to replay "
@@ -207,10 +201,7 @@ def diagnose(
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
     quiet: QuietOpt = False,
-    input_format: FromOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    session: SessionOpt = None,
-    conversation: ConversationOpt = None,
+    reading: InputFlags = InputFlags(),
 ) -> None:
     """Say which memory layer lost a fact, with the evidence chain and the fix.
 
@@ -228,7 +219,7 @@ def diagnose(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
         html_target(html)
-        t = load_transcript(transcript, input_format, skip_invalid, session, conversation)
+        t = load_transcript(transcript, reading)
         if probes:
             if fact or at is not None:
                 raise UsageError(
@@ -343,15 +334,13 @@ def inspect_store(
         "  memdiag convert conversations.json --conversation 'Lisbon trip' > lisbon.jsonl"
     )
 )
+@option_groups
 def convert(
     source: Annotated[Path, typer.Argument(help="Input file in any supported format.")],
     out: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
     ] = None,
-    input_format: FromOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    session: SessionOpt = None,
-    conversation: ConversationOpt = None,
+    reading: InputFlags = InputFlags(),
     quiet: QuietOpt = False,
 ) -> None:
     """Convert any supported transcript format to canonical JSONL."""
@@ -361,7 +350,7 @@ def convert(
         from memdiag.transcript.writer import write_canonical
 
         output_target(out)
-        t = load_transcript(source, input_format, skip_invalid, session, conversation)
+        t = load_transcript(source, reading)
         if out is None:
             write_canonical(t, sys.stdout)
             return

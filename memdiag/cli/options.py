@@ -222,6 +222,16 @@ class StoreFlags:
         }
 
 
+@dataclass(frozen=True)
+class InputFlags:
+    """How a transcript is read, shared by replay, diagnose and convert."""
+
+    input_format: FromOpt = None
+    skip_invalid: SkipInvalidOpt = False
+    session: SessionOpt = None
+    conversation: ConversationOpt = None
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -18,6 +18,7 @@ from memdiag.errors import MemdiagError, clip
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from memdiag.cli.options import InputFlags
     from memdiag.stores.chroma import ChromaStore
     from memdiag.transcript import Transcript
 
@@ -117,20 +118,15 @@ def store_problems(store: ChromaStore | None) -> None:
         err.print(f"[yellow]warning:[/] {escape(line)}", markup=True, highlight=False)
 
 
-def load_transcript(
-    path: Path,
-    fmt: str | None,
-    skip_invalid: bool,
-    session: str | None = None,
-    conversation: str | None = None,
-) -> Transcript:
+def load_transcript(path: Path, how: InputFlags) -> Transcript:
+    """Read a transcript as the input flags say; warnings and skipped lines go to stderr."""
     from memdiag.errors import UsageError
     from memdiag.transcript import load
 
-    if session is not None and conversation is not None:
+    if how.session is not None and how.conversation is not None:
         raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
-    select = session if session is not None else conversation
-    transcript = load(path, fmt, skip_invalid=skip_invalid, select=select)
+    select = how.session if how.session is not None else how.conversation
+    transcript = load(path, how.input_format, skip_invalid=how.skip_invalid, select=select)
     err = stderr()
     from memdiag.render.literal import literal
 
