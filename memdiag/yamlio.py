@@ -144,6 +144,10 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
+        if "nesting depth" in str(exc.problem):  # PyYAML ≥ 6.0.4 has a depth limit of its own
+            raise InputError(
+                f"nested deeper than {YAML_MAX_DEPTH} levels", path=name, line=line
+            ) from None
         problem = clip(exc.problem or exc, 160)
         raise InputError(f"invalid YAML: {problem}", path=name, line=line) from None
     except yaml.YAMLError as exc:
