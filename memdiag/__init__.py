@@ -1,3 +1,3 @@
 """memdiag: find which memory layer of an LLM agent forgot, and why."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
