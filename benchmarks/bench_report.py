@@ -16,8 +16,6 @@ chromium-headless-shell, or MEMDIAG_CHROMIUM) and measure:
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -33,25 +31,14 @@ from memdiag.config import Settings
 from memdiag.render.report import TextRecorder, write_report
 from memdiag.render.report.build import replay_document
 from memdiag.replay import run
-
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.browser import FLAGS, chromium_binary
 
 
 def chromium() -> str:
-    for name in (os.environ.get("MEMDIAG_CHROMIUM"), "chromium-headless-shell", "chromium"):
-        found = name and shutil.which(name)
-        if found:
-            return found
-    sys.exit("no Chromium: apt-get install -y chromium-headless-shell (or set MEMDIAG_CHROMIUM)")
+    found = chromium_binary()
+    if found is None:
+        sys.exit("no Chromium: apt-get install -y chromium-headless-shell (or MEMDIAG_CHROMIUM)")
+    return found
 
 
 def build(n: int, budget: int, out: Path) -> tuple[int, float, int]:

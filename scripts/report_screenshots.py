@@ -10,7 +10,6 @@ playwright-python. Chinese text needs a CJK font on the machine (Debian: fonts-n
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -21,25 +20,13 @@ sys.path.insert(0, str(ROOT))
 from typer.testing import CliRunner  # noqa: E402
 
 from memdiag.cli import app  # noqa: E402
-
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.browser import FLAGS, chromium_binary  # noqa: E402
 
 
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    candidates = [os.environ.get("MEMDIAG_CHROMIUM")]
-    candidates += [shutil.which(name) for name in ("chromium-headless-shell", "chromium")]
-    binary = next((b for b in candidates if b), None)
+    binary = chromium_binary()
     if binary is None:
         sys.exit("no Chromium: apt-get install -y chromium-headless-shell")
     os.chdir(ROOT)  # the report shows the path as given: keep it short

@@ -143,6 +143,8 @@ def test_diagnose_cards_point_at_the_failure_and_the_eviction() -> None:
             # the replay behind the page agrees with the diagnosis
             sw = run0["strategies"][0]["facts"][card["fact_index"]]
             assert [card["cause_turn"], "lost", card["cause"]] in sw["history"]
+        if d["layer"] == "long_term":  # its cause is in the store, not an eviction
+            assert card["cause_turn"] is None
 
 
 def test_html_to_a_directory_is_refused_before_any_work(tmp_path) -> None:

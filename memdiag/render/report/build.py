@@ -85,7 +85,8 @@ def diagnosis_cards(
         strategy = details.get("strategy") or default_strategy
         k = report.facts.index(d["fact"]) if d["fact"] in report.facts else None
         cause_turn, cause = details.get("lost_at_turn"), details.get("mechanism")
-        if cause_turn is None and k is not None and d.get("verdict") != "in_context":
+        # a short-term loss has a cause in this window; a long-term one lies in the store
+        if cause_turn is None and k is not None and d.get("layer") == "short_term":
             cause_turn, cause = cause_of(report, strategy, k, int(d["at_turn"]))
         cards.append(
             {
