@@ -51,33 +51,77 @@ def is_otlp_logs(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("resourceLogs"), list)
 
 
-def _otlp_value(v: Any) -> Any:
+def _obj(value: Any, where: str, what: str = "an object") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PathError(where, f"expected {what}, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    """An optional list (null or missing reads as empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise PathError(where, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _id(value: Any, where: str) -> str | None:
+    """A span or trace id: a string (or a number), never an object."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise PathError(where, f"expected an id string, got {type(value).__name__}")
+    return str(value)
+
+
+def _otlp_value(v: Any, where: str) -> Any:
+    """An OTLP AnyValue (`{"stringValue": ...}`, `{"arrayValue": {"values": [...]}}`, ...)."""
     if not isinstance(v, dict):
         return v
     for key in ("stringValue", "boolValue", "doubleValue"):
         if key in v:
             return v[key]
     if "intValue" in v:
-        return int(v["intValue"])
+        n = v["intValue"]
+        if isinstance(n, bool) or not isinstance(n, (str, int, float)):
+            raise PathError(f"{where}.intValue", f"expected an integer, got {type(n).__name__}")
+        try:
+            return int(n)
+        except (ValueError, OverflowError):
+            raise PathError(f"{where}.intValue", "expected an integer") from None
     if "arrayValue" in v:
-        return [_otlp_value(x) for x in v["arrayValue"].get("values", [])]
+        at = f"{where}.arrayValue"
+        values = _list(_obj(v["arrayValue"], at).get("values"), f"{at}.values")
+        return [_otlp_value(x, f"{at}.values[{k}]") for k, x in enumerate(values)]
     if "kvlistValue" in v:
-        return {
-            kv.get("key"): _otlp_value(kv.get("value")) for kv in v["kvlistValue"].get("values", [])
-        }
+        at = f"{where}.kvlistValue"
+        return _otlp_attrs(_obj(v["kvlistValue"], at).get("values"), f"{at}.values")
     if "bytesValue" in v:
-        return base64.b64decode(v["bytesValue"]).hex()
+        import binascii
+
+        raw = v["bytesValue"]
+        if not isinstance(raw, str):
+            raise PathError(f"{where}.bytesValue", "expected a base64 string")
+        try:
+            return base64.b64decode(raw).hex()
+        except (binascii.Error, ValueError):
+            raise PathError(f"{where}.bytesValue", "invalid base64") from None
     return None
 
 
 def _otlp_attrs(items: Any, where: str) -> dict[str, Any]:
-    if items is None:
-        return {}
-    if not isinstance(items, list):
-        raise PathError(where, "expected a list of {key, value}")
-    return {
-        str(kv.get("key")): _otlp_value(kv.get("value")) for kv in items if isinstance(kv, dict)
-    }
+    """OTLP attributes, `[{key, value}]`, as a dict (entries that are not objects ignored)."""
+    out: dict[str, Any] = {}
+    for k, kv in enumerate(_list(items, where)):
+        if isinstance(kv, dict):
+            out[str(kv.get("key"))] = _otlp_value(kv.get("value"), f"{where}[{k}].value")
+    return out
+
+
+def _sdk_attrs(value: Any, where: str) -> dict[str, Any]:
+    """The SDK's attributes: an object (null or empty reads as empty)."""
+    return dict(_obj(value, where)) if value else {}
 
 
 def spans_of(source: Source) -> list[Span]:
@@ -102,16 +146,22 @@ def spans_of(source: Source) -> list[Span]:
 
 
 def _otlp_logs(obj: dict[str, Any], where: str) -> Iterator[tuple[str | None, str, dict[str, Any]]]:
-    for rl in obj["resourceLogs"]:
-        for sl in rl.get("scopeLogs") or []:
-            for k, rec in enumerate(sl.get("logRecords") or []):
-                attrs = _otlp_attrs(rec.get("attributes"), f"{where}.logRecords[{k}].attributes")
+    prefix = f"{where}." if where else ""
+    for r, rl in enumerate(obj["resourceLogs"]):
+        at = f"{prefix}resourceLogs[{r}]"
+        for s, sl in enumerate(_list(_obj(rl, at).get("scopeLogs"), f"{at}.scopeLogs")):
+            sat = f"{at}.scopeLogs[{s}]"
+            records = _list(_obj(sl, sat).get("logRecords"), f"{sat}.logRecords")
+            for k, rec in enumerate(records):
+                path = f"{sat}.logRecords[{k}]"
+                rec = _obj(rec, path, "a log record object")
+                attrs = _otlp_attrs(rec.get("attributes"), f"{path}.attributes")
                 name = rec.get("eventName") or attrs.get("event.name")
                 if not isinstance(name, str):
                     continue
-                body = _otlp_value(rec.get("body"))
+                body = _otlp_value(rec.get("body"), f"{path}.body")
                 merged = {**attrs, **(body if isinstance(body, dict) else {"content": body})}
-                yield rec.get("spanId"), name, merged
+                yield _id(rec.get("spanId"), f"{path}.spanId"), name, merged
 
 
 def _items(source: Source) -> Iterator[Span | tuple[str | None, str, dict[str, Any]]]:
@@ -125,19 +175,21 @@ def _items(source: Source) -> Iterator[Span | tuple[str | None, str, dict[str, A
     for where, obj in docs:
         if is_sdk_span(obj):
             ctx = obj["context"]
+            at = where or "span"
+            events = []
+            for k, e in enumerate(_list(obj.get("events"), f"{at}.events")):
+                if isinstance(e, dict):
+                    attrs = _sdk_attrs(e.get("attributes"), f"{at}.events[{k}].attributes")
+                    events.append((str(e.get("name")), attrs))
             yield Span(
-                where or "span",
+                at,
                 str(obj.get("name")),
-                ctx.get("span_id"),
-                obj.get("parent_id"),
-                ctx.get("trace_id"),
+                _id(ctx.get("span_id"), f"{at}.context.span_id"),
+                _id(obj.get("parent_id"), f"{at}.parent_id"),
+                _id(ctx.get("trace_id"), f"{at}.context.trace_id"),
                 str(obj.get("start_time") or ""),
-                dict(obj.get("attributes") or {}),
-                [
-                    (str(e.get("name")), dict(e.get("attributes") or {}))
-                    for e in obj.get("events") or []
-                    if isinstance(e, dict)
-                ],
+                _sdk_attrs(obj.get("attributes"), f"{at}.attributes"),
+                events,
             )
         elif is_otlp(obj):
             yield from _otlp_spans(obj, where)
@@ -150,23 +202,42 @@ def _items(source: Source) -> Iterator[Span | tuple[str | None, str, dict[str, A
 def _otlp_spans(obj: dict[str, Any], where: str) -> Iterator[Span]:
     prefix = f"{where}." if where else ""
     for r, rs in enumerate(obj["resourceSpans"]):
-        for s, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
-            for k, sp in enumerate(ss.get("spans") or []):
-                path = f"{prefix}resourceSpans[{r}].scopeSpans[{s}].spans[{k}]"
+        at = f"{prefix}resourceSpans[{r}]"
+        rs = _obj(rs, at)
+        key = "scopeSpans" if rs.get("scopeSpans") else "instrumentationLibrarySpans"
+        for s, ss in enumerate(_list(rs.get(key), f"{at}.{key}")):
+            sat = f"{at}.{key}[{s}]"
+            for k, sp in enumerate(_list(_obj(ss, sat).get("spans"), f"{sat}.spans")):
+                path = f"{sat}.spans[{k}]"
+                sp = _obj(sp, path, "a span object")
+                events = []
+                for j, e in enumerate(_list(sp.get("events"), f"{path}.events")):
+                    if isinstance(e, dict):
+                        attrs = _otlp_attrs(e.get("attributes"), f"{path}.events[{j}].attributes")
+                        events.append((str(e.get("name")), attrs))
                 yield Span(
                     path,
                     str(sp.get("name")),
-                    sp.get("spanId"),
-                    sp.get("parentSpanId") or None,
-                    sp.get("traceId"),
-                    int(sp.get("startTimeUnixNano") or 0),
+                    _id(sp.get("spanId"), f"{path}.spanId"),
+                    _id(sp.get("parentSpanId"), f"{path}.parentSpanId"),
+                    _id(sp.get("traceId"), f"{path}.traceId"),
+                    _start(sp.get("startTimeUnixNano"), f"{path}.startTimeUnixNano"),
                     _otlp_attrs(sp.get("attributes"), f"{path}.attributes"),
-                    [
-                        (str(e.get("name")), _otlp_attrs(e.get("attributes"), f"{path}.events"))
-                        for e in sp.get("events") or []
-                        if isinstance(e, dict)
-                    ],
+                    events,
                 )
+
+
+def _start(value: Any, where: str) -> int:
+    """A span's start in nanoseconds: an integer, or a string of one (OTLP/JSON writes int64
+    as a string)."""
+    if not value:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise PathError(where, f"expected an integer, got {type(value).__name__}")
+    try:
+        return int(value)
+    except ValueError:
+        raise PathError(where, "expected an integer") from None
 
 
 # --- messages -------------------------------------------------------------------------------

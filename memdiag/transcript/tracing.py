@@ -123,6 +123,18 @@ class Call:
     model: str | None = None
 
 
+def sub(obj: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """``obj[key]`` when it must be an object: empty when missing, null or empty, a PathError
+    naming ``where.key`` when it is a value of another type (a string where usage belongs)."""
+    value = obj.get(key)
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        at = f"{where}.{key}" if where else key
+        raise PathError(at, f"expected an object, got {type(value).__name__}")
+    return value
+
+
 def int_or_none(value: Any) -> int | None:
     if isinstance(value, bool):
         return None

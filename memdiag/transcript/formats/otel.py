@@ -37,6 +37,7 @@ from memdiag.transcript.tracing import (
     maybe_json,
     records_of,
     role_of,
+    sub,
     tool_call,
     with_memory_tools,
 )
@@ -138,15 +139,11 @@ def _old_message(role: str, attrs: dict[str, Any], where: str) -> RawMessage:
     calls = maybe_json(body.get("tool_calls"), f"{where}.tool_calls") or []
     if not isinstance(calls, list):
         raise PathError(f"{where}.tool_calls", "expected a list")
-    tool_calls = tuple(
-        tool_call(
-            c.get("id"),
-            (c.get("function") or {}).get("name"),
-            (c.get("function") or {}).get("arguments", ""),
-        )
-        for c in calls
-        if isinstance(c, dict)
-    )
+    tool_calls = []
+    for k, c in enumerate(calls):
+        if isinstance(c, dict):
+            fn = sub(c, "function", f"{where}.tool_calls[{k}]")
+            tool_calls.append(tool_call(c.get("id"), fn.get("name"), fn.get("arguments", "")))
     content = body.get("content")
     if isinstance(content, list):  # content blocks
         content = "\n".join(as_text(b.get("text", "")) for b in content if isinstance(b, dict))
@@ -154,12 +151,12 @@ def _old_message(role: str, attrs: dict[str, Any], where: str) -> RawMessage:
     return RawMessage(
         role,
         as_text(content),
-        tool_calls=tool_calls,
+        tool_calls=tuple(tool_calls),
         tool_call_id=None if tool_id is None else str(tool_id),
     )
 
 
-def _unflatten(attrs: dict[str, Any], prefix: str) -> list[Any]:
+def _unflatten(attrs: dict[str, Any], prefix: str, where: str) -> list[Any]:
     """`prefix.0.message.role = x` … → [{"message": {"role": x}}] (OpenInference's lists)."""
     root: dict[Any, Any] = {}
     for key, value in attrs.items():
@@ -169,6 +166,8 @@ def _unflatten(attrs: dict[str, Any], prefix: str) -> list[Any]:
         parts = [int(p) if p.isdigit() else p for p in key[len(prefix) + 1 :].split(".")]
         for part in parts[:-1]:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # `x.0.message = "a"` beside `x.0.message.role`
+                raise PathError(f"{where}.{key}", "conflicts with a value set at a shorter key")
         node[parts[-1]] = value
 
     def listify(node: Any) -> Any:
@@ -189,23 +188,24 @@ def _openinference(items: list[Any], where: str) -> list[RawMessage]:
         m = item.get("message") if isinstance(item, dict) else None
         if not isinstance(m, dict):
             raise PathError(at, "expected message.role / message.content")
-        calls = [
-            tool_call(
-                (c.get("tool_call") or {}).get("id"),
-                ((c.get("tool_call") or {}).get("function") or {}).get("name"),
-                ((c.get("tool_call") or {}).get("function") or {}).get("arguments", ""),
-            )
-            for c in m.get("tool_calls") or []
-            if isinstance(c, dict)
-        ]
+        raw_calls = m.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise PathError(f"{at}.tool_calls", "expected a list")
+        calls = []
+        for j, c in enumerate(raw_calls):
+            if isinstance(c, dict):
+                tc = sub(c, "tool_call", f"{at}.tool_calls.{j}")
+                fn = sub(tc, "function", f"{at}.tool_calls.{j}.tool_call")
+                calls.append(tool_call(tc.get("id"), fn.get("name"), fn.get("arguments", "")))
         content = m.get("content")
         if content is None and isinstance(m.get("contents"), list):
-            content = "\n".join(
-                as_text((c.get("message_content") or {}).get("text"))
-                for c in m["contents"]
-                if isinstance(c, dict)
-                and (c.get("message_content") or {}).get("type", "text") == "text"
-            )
+            texts = []
+            for j, c in enumerate(m["contents"]):
+                if isinstance(c, dict):
+                    mc = sub(c, "message_content", f"{at}.contents.{j}")
+                    if mc.get("type", "text") == "text":
+                        texts.append(as_text(mc.get("text")))
+            content = "\n".join(texts)
         tool_id = m.get("tool_call_id")
         out.append(
             RawMessage(
@@ -225,9 +225,11 @@ def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
     where = f"{span.where}.attributes"
     inputs: list[RawMessage] = []
     if "llm.input_messages.0.message.role" in a:
-        inputs = _openinference(_unflatten(a, "llm.input_messages"), f"{where}.llm.input_messages")
+        inputs = _openinference(
+            _unflatten(a, "llm.input_messages", where), f"{where}.llm.input_messages"
+        )
         outputs = _openinference(
-            _unflatten(a, "llm.output_messages"), f"{where}.llm.output_messages"
+            _unflatten(a, "llm.output_messages", where), f"{where}.llm.output_messages"
         )
         return inputs, outputs
     if "gen_ai.input.messages" in a or "gen_ai.output.messages" in a:
@@ -309,7 +311,8 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
     session: str | None = None
     nested = 0
     uncaptured = 0
-    for span in sorted(spans, key=lambda s: s.start):
+    # OTLP starts are nanoseconds, the SDK's are ISO strings: a file mixing both sorts by kind first
+    for span in sorted(spans, key=lambda s: (isinstance(s.start, str), s.start)):
         op = span.operation
         if op not in INFERENCE and op not in SEARCH:
             continue
@@ -390,7 +393,8 @@ def _retrieval(span: Span) -> RawRetrieval | None:
     a = span.attributes
     where = f"{span.where}.attributes"
     if a.get("openinference.span.kind") == "RETRIEVER":
-        docs = [d.get("document") for d in _unflatten(a, "retrieval.documents")]
+        found = _unflatten(a, "retrieval.documents", where)
+        docs = [d.get("document") if isinstance(d, dict) else d for d in found]
         if not docs:
             return None
         query = a.get("input.value", "")
