@@ -23,8 +23,8 @@ from typing import Any
 
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage
-from memdiag.transcript.source import Source, json_loads
-from memdiag.transcript.tracing import PathError, as_text, role_of, with_memory_tools
+from memdiag.transcript.source import Source, check_tool_calls, json_loads
+from memdiag.transcript.tracing import PathError, as_text, role_of, sub, with_memory_tools
 
 name = "letta"
 
@@ -53,8 +53,15 @@ def _is_agent_file(doc: Any) -> bool:
 
 def _main_agent(doc: dict[str, Any]) -> int:
     ids = [str(a.get("id")) for a in doc["agents"]]
-    for group in doc.get("groups") or []:
-        manager = ((group or {}).get("manager_config") or {}).get("manager_agent_id")
+    groups = doc.get("groups") or []
+    if not isinstance(groups, list):
+        raise PathError("groups", f"expected a list, got {type(groups).__name__}")
+    for k, group in enumerate(groups):
+        if not group:
+            continue
+        if not isinstance(group, dict):
+            raise PathError(f"groups[{k}]", f"expected an object, got {type(group).__name__}")
+        manager = sub(group, "manager_config", f"groups[{k}]").get("manager_agent_id")
         if manager is not None and str(manager) in ids:
             return ids.index(str(manager))
     return 0
@@ -106,6 +113,10 @@ def _message(m: Any, where: str) -> RawMessage:
     calls = m.get("tool_calls") or []
     if not isinstance(calls, list):
         raise PathError(f"{where}.tool_calls", "expected a list")
+    try:  # OpenAI-shaped calls: a `function` object with a string name
+        check_tool_calls(calls)
+    except ValueError as exc:
+        raise PathError(where, str(exc)) from None
     tool_id = m.get("tool_call_id")
     return RawMessage(
         role,
@@ -113,7 +124,7 @@ def _message(m: Any, where: str) -> RawMessage:
         id=str(mid),
         ts=None if m.get("created_at") is None else str(m["created_at"]),
         name=m.get("name") if isinstance(m.get("name"), str) else None,
-        tool_calls=tuple(c for c in calls if isinstance(c, dict)),
+        tool_calls=tuple(calls),
         tool_call_id=None if tool_id is None else str(tool_id),
         metadata=meta,
     )
@@ -133,7 +144,10 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         raise source.error("not a Letta agent file (expected 'agents' with 'messages')")
     if not doc["agents"]:
         raise source.error("agents: empty, no agent to read")
-    n = _main_agent(doc)
+    try:
+        n = _main_agent(doc)
+    except PathError as exc:
+        raise source.error(str(exc)) from None
     agent = doc["agents"][n]
     where = f"agents[{n}]"
     others = [
@@ -184,7 +198,7 @@ def _agent(agent: dict[str, Any], where: str) -> Iterator[RawItem]:
         Extra("summary", s.content, covers=tuple(i for i in evicted if i is not None))
         for s in summaries
     )
-    model = (agent.get("llm_config") or {}).get("model")
+    model = sub(agent, "llm_config", where).get("model")
     yield RawWindow(
         str(last.id),
         tuple(ids),
