@@ -72,8 +72,11 @@ def role_of(value: Any, where: str, aliases: dict[str, str] | None = None) -> st
     return str(role)
 
 
-def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
-    """A tool call in the OpenAI shape the rest of memdiag reads."""
+def tool_call(call_id: Any, name: Any, arguments: Any, where: str = "") -> dict[str, Any]:
+    """A tool call in the OpenAI shape the rest of memdiag reads; ``where`` is the path of
+    ``name`` in the file, for the error when it is not a string."""
+    if name is not None and not isinstance(name, str):
+        raise PathError(where or "tool call name", f"expected a string, got {type(name).__name__}")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
     return {

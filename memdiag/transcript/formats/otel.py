@@ -92,7 +92,8 @@ def _parts_messages(msgs: Any, where: str) -> list[RawMessage]:
             if kind == "text":
                 texts.append(as_text(p.get("content")))
             elif kind == "tool_call":
-                calls.append(tool_call(p.get("id"), p.get("name"), p.get("arguments", {})))
+                name_at = f"{at}.parts[{j}].name"
+                calls.append(tool_call(p.get("id"), p.get("name"), p.get("arguments", {}), name_at))
             elif kind == "tool_call_response":
                 results.append(
                     RawMessage(
@@ -143,7 +144,9 @@ def _old_message(role: str, attrs: dict[str, Any], where: str) -> RawMessage:
     for k, c in enumerate(calls):
         if isinstance(c, dict):
             fn = sub(c, "function", f"{where}.tool_calls[{k}]")
-            tool_calls.append(tool_call(c.get("id"), fn.get("name"), fn.get("arguments", "")))
+            name_at = f"{where}.tool_calls[{k}].function.name"
+            args = fn.get("arguments", "")
+            tool_calls.append(tool_call(c.get("id"), fn.get("name"), args, name_at))
     content = body.get("content")
     if isinstance(content, list):  # content blocks
         content = "\n".join(as_text(b.get("text", "")) for b in content if isinstance(b, dict))
@@ -196,7 +199,9 @@ def _openinference(items: list[Any], where: str) -> list[RawMessage]:
             if isinstance(c, dict):
                 tc = sub(c, "tool_call", f"{at}.tool_calls.{j}")
                 fn = sub(tc, "function", f"{at}.tool_calls.{j}.tool_call")
-                calls.append(tool_call(tc.get("id"), fn.get("name"), fn.get("arguments", "")))
+                name_at = f"{at}.tool_calls.{j}.tool_call.function.name"
+                args = fn.get("arguments", "")
+                calls.append(tool_call(tc.get("id"), fn.get("name"), args, name_at))
         content = m.get("content")
         if content is None and isinstance(m.get("contents"), list):
             texts = []
