@@ -29,6 +29,7 @@ from memdiag.transcript.tracing import (
     bad,
     int_or_none,
     records_of,
+    sub,
     with_memory_tools,
 )
 
@@ -72,7 +73,7 @@ def message(m: Any, where: str) -> RawMessage:
 
 
 def _inputs(run: dict[str, Any], where: str) -> list[RawMessage]:
-    inputs = run.get("inputs") or {}
+    inputs = sub(run, "inputs", where)
     msgs = inputs.get("messages")
     if msgs is None:
         if "prompts" in inputs:
@@ -90,7 +91,7 @@ def _inputs(run: dict[str, Any], where: str) -> list[RawMessage]:
 
 
 def _outputs(run: dict[str, Any], where: str) -> list[RawMessage]:
-    out = run.get("outputs") or {}
+    out = sub(run, "outputs", where)
     at = f"{where}.outputs"
     gens = out.get("generations")
     if isinstance(gens, list):
@@ -110,23 +111,28 @@ def _outputs(run: dict[str, Any], where: str) -> list[RawMessage]:
     return []
 
 
-def _prompt_tokens(run: dict[str, Any]) -> int | None:
-    meta = (run.get("extra") or {}).get("metadata") or {}
-    out = run.get("outputs") or {}
+def _prompt_tokens(run: dict[str, Any], where: str) -> int | None:
+    extra = sub(run, "extra", where)
+    meta = sub(extra, "metadata", f"{where}.extra")
+    out = sub(run, "outputs", where)
+    at = f"{where}.outputs"
+    llm_output = sub(out, "llm_output", at)
+    usage = sub(out, "usage", at)
     candidates = [
-        (meta.get("usage_metadata") or {}).get("input_tokens"),
-        ((out.get("llm_output") or {}).get("token_usage") or {}).get("prompt_tokens"),
-        (out.get("usage_metadata") or {}).get("input_tokens"),
-        (out.get("usage") or {}).get("prompt_tokens"),
-        (out.get("usage") or {}).get("input_tokens"),
+        sub(meta, "usage_metadata", f"{where}.extra.metadata").get("input_tokens"),
+        sub(llm_output, "token_usage", f"{at}.llm_output").get("prompt_tokens"),
+        sub(out, "usage_metadata", at).get("input_tokens"),
+        usage.get("prompt_tokens"),
+        usage.get("input_tokens"),
         run.get("prompt_tokens"),
     ]
     return next((n for n in map(int_or_none, candidates) if n is not None), None)
 
 
-def _model(run: dict[str, Any]) -> str | None:
-    meta = (run.get("extra") or {}).get("metadata") or {}
-    params = (run.get("extra") or {}).get("invocation_params") or {}
+def _model(run: dict[str, Any], where: str) -> str | None:
+    extra = sub(run, "extra", where)
+    meta = sub(extra, "metadata", f"{where}.extra")
+    params = sub(extra, "invocation_params", f"{where}.extra")
     model = meta.get("ls_model_name") or params.get("model") or params.get("model_name")
     return None if model is None else str(model)
 
@@ -191,8 +197,8 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             yield RawSession(sid)
         try:
             if kind == "retriever":
-                query = (run.get("inputs") or {}).get("query", "")
-                docs = (run.get("outputs") or {}).get("documents")
+                query = sub(run, "inputs", where).get("query", "")
+                docs = sub(run, "outputs", where).get("documents")
                 if docs is None:
                     continue  # a failed retrieval returned nothing to judge
                 yield RawRetrieval(
@@ -201,12 +207,11 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                 continue
             inputs = _inputs(run, where)
             outputs = _outputs(run, where)
+            tokens, model = _prompt_tokens(run, where), _model(run, where)
         except PathError as exc:
             bad(source, skip_invalid, exc)
             continue
-        yield from ledger.call(
-            inputs, outputs, prompt_tokens=_prompt_tokens(run), model=_model(run), source=where
-        )
+        yield from ledger.call(inputs, outputs, prompt_tokens=tokens, model=model, source=where)
     if nested:
         source.warnings.append(
             f"{source.path}: {nested} run(s) of agents called as tools left out (their own "
