@@ -28,6 +28,7 @@ from memdiag.transcript.tracing import (
     bad,
     int_or_none,
     records_of,
+    sub,
     with_memory_tools,
 )
 
@@ -116,15 +117,20 @@ def _reply(value: Any, where: str) -> list[RawMessage]:
     if isinstance(value, str):
         return [RawMessage("assistant", value)]
     if isinstance(value, dict) and isinstance(value.get("choices"), list) and value["choices"]:
-        return [message(value["choices"][0].get("message"), f"{where}.choices[0].message")]
+        choice = value["choices"][0]
+        if not isinstance(choice, dict):
+            raise PathError(
+                f"{where}.choices[0]", f"expected an object, got {type(choice).__name__}"
+            )
+        return [message(choice.get("message"), f"{where}.choices[0].message")]
     if isinstance(value, dict) and "role" not in value and "content" in value:
         value = {**value, "role": "assistant"}
     return _messages(value, where)
 
 
-def _prompt_tokens(o: dict[str, Any]) -> int | None:
-    usage = o.get("usageDetails") or {}
-    legacy = o.get("usage") or {}
+def _prompt_tokens(o: dict[str, Any], where: str) -> int | None:
+    usage = sub(o, "usageDetails", where)
+    legacy = sub(o, "usage", where)
     for v in (usage.get("input"), legacy.get("input"), o.get("promptTokens")):
         n = int_or_none(v)
         if n is not None:
@@ -194,6 +200,7 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                 raise PathError(f"{where}.input", "generation with no input messages")
             inputs = _messages(o["input"], f"{where}.input")
             outputs = _reply(o.get("output"), f"{where}.output")
+            tokens = _prompt_tokens(o, where)
         except PathError as exc:
             bad(source, skip_invalid, exc)
             continue
@@ -201,7 +208,7 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         yield from ledger.call(
             inputs,
             outputs,
-            prompt_tokens=_prompt_tokens(o),
+            prompt_tokens=tokens,
             model=None if model is None else str(model),
             source=where,
         )
