@@ -423,7 +423,5 @@ def compaction_windows(
             )
             if starts:
                 ids = tuple(str(x.id) for x in messages[start:r])
-                windows.append(
-                    RawWindow(str(m.id), ids, extra, source=source, line=item.line)
-                )
+                windows.append(RawWindow(str(m.id), ids, extra, source=source, line=item.line))
     return windows
