@@ -1,6 +1,7 @@
 """Benchmark: memdiag's store audit vs chromadb's own paged `get` of the same records (SPEC §9).
 
     python benchmarks/bench_audit.py --records 100000
+    python benchmarks/bench_audit.py --sizes 100000,200000   # growth table in one run
 
 Builds (once, cached under --store-dir) a Chroma collection of N records with random 384-d
 embeddings and planted near-duplicates, then measures in one run, each phase in its own child
@@ -9,8 +10,9 @@ process so that peak memory (maxrss) belongs to that phase alone:
   (a) baseline: chromadb's paged `get` of all records with embeddings, documents and metadatas;
   (b) memdiag: open_chroma (validate + temporary copy) + full audit of the same collection.
 
-Prints both times, the ratio (target <= 3x), peak memory, and how many planted near-duplicate
-pairs the audit found.
+Prints both times (wall and CPU: the machine may be shared), the ratio (target <= 3x), peak
+memory against the raw vectors (n x 384 x 4 B; target <= 2x), and how many planted
+near-duplicate pairs the audit found. With --sizes, one line per size and the growth factors.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def _baseline(path: str, out: Any) -> None:
     from chromadb.config import Settings
 
     # The baseline reads a throwaway copy too, so neither phase mutates the cached store.
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
     col = client.get_collection(COLLECTION, embedding_function=None)
     total = col.count()
@@ -130,7 +132,14 @@ def _baseline(path: str, out: Any) -> None:
     for offset in range(0, total, PAGE):
         page = col.get(limit=PAGE, offset=offset, include=["embeddings", "documents", "metadatas"])
         got += len(page["ids"])
-    out.put({"seconds": time.perf_counter() - started, "records": got, "rss": _maxrss_mib()})
+    out.put(
+        {
+            "seconds": time.perf_counter() - started,
+            "cpu": time.process_time() - cpu,
+            "records": got,
+            "rss": _maxrss_mib(),
+        }
+    )
 
 
 def _memdiag(path: str, threshold: float, out: Any) -> None:
@@ -138,10 +147,10 @@ def _memdiag(path: str, threshold: float, out: Any) -> None:
     from memdiag.stores.audit import audit
     from memdiag.stores.chroma import open_chroma
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with open_chroma(path) as store:
         report = audit(None, store, COLLECTION, AuditSettings(near_duplicate_threshold=threshold))
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     pairs: set[frozenset[str]] = set()
     counts: dict[str, int] = {}
     for f in report.findings:
@@ -152,6 +161,7 @@ def _memdiag(path: str, threshold: float, out: Any) -> None:
     out.put(
         {
             "seconds": seconds,
+            "cpu": cpu,
             "rss": _maxrss_mib(),
             "pairs": [sorted(p) for p in pairs],
             "counts": counts,
@@ -169,22 +179,13 @@ def _run(target: Any, *args: Any) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    """Build or reuse the store, run both phases, print the comparison."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--records", type=int, default=20_000)
-    ap.add_argument("--store-dir", type=Path, default=Path("/tmp/memdiag-bench-store"))
-    ap.add_argument("--planted", type=int, default=100, help="planted near-duplicate pairs")
-    ap.add_argument("--threshold", type=float, default=0.95)
-    ap.add_argument("--build-only", action="store_true")
-    args = ap.parse_args()
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-
+def run_size(args: argparse.Namespace, n: int) -> dict[str, Any]:
+    """Build or reuse the store of ``n`` records, run both phases, print the comparison."""
     started = time.perf_counter()
-    root = build_store(args.store_dir, args.records, args.planted)
+    root = build_store(args.store_dir, n, args.planted)
     print(f"store: {root} ({time.perf_counter() - started:.1f} s to build/reuse)")
     if args.build_only:
-        return
+        return {}
     planted = json.loads((root / "planted.json").read_text())["planted"]
     expected = {frozenset((a, b)) for a, b, cos in planted if cos >= args.threshold}
 
@@ -201,15 +202,70 @@ def main() -> None:
     found = {frozenset(p) for p in mine["pairs"]}
     hit = len(expected & found)
     ratio = mine["seconds"] / base["seconds"]
+    raw = n * DIM * 4 / 2**20
     print(f"records:                 {base['records']}")
-    print(f"chromadb paged get:      {base['seconds']:.2f} s   peak RSS {base['rss']:.0f} MiB")
-    print(f"memdiag open + audit:    {mine['seconds']:.2f} s   peak RSS {mine['rss']:.0f} MiB")
+    print(
+        f"chromadb paged get:      {base['seconds']:.2f} s (CPU {base['cpu']:.1f} s)   "
+        f"peak RSS {base['rss']:.0f} MiB"
+    )
+    print(
+        f"memdiag open + audit:    {mine['seconds']:.2f} s (CPU {mine['cpu']:.1f} s)   "
+        f"peak RSS {mine['rss']:.0f} MiB = {mine['rss'] / raw:.1f}x raw vectors "
+        f"({raw:.0f} MiB; target <= 2x)"
+    )
     print(f"ratio:                   {ratio:.2f}x (target <= 3x)")
     print(
         f"planted near-duplicates: {hit}/{len(expected)} found "
         f"(pairs at cosine >= {args.threshold}; {len(found)} pairs reported)"
     )
-    print(f"findings by kind:        {mine['counts']}")
+    print(f"findings by kind:        {mine['counts']}", flush=True)
+    return {
+        "n": n,
+        "base": base,
+        "mine": mine,
+        "ratio": ratio,
+        "raw": raw,
+        "hit": hit,
+        "expected": len(expected),
+    }
+
+
+def main() -> None:
+    """Run one size (--records) or several (--sizes) and print the growth table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=20_000)
+    ap.add_argument("--sizes", default="", help="comma-separated record counts, e.g. 1e5,2e5")
+    ap.add_argument("--store-dir", type=Path, default=Path("/tmp/memdiag-bench-store"))
+    ap.add_argument("--planted", type=int, default=100, help="planted near-duplicate pairs")
+    ap.add_argument("--threshold", type=float, default=0.95)
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()] or [args.records]
+    rows = []
+    for n in sizes:
+        row = run_size(args, n)
+        if row:
+            rows.append(row)
+    if len(rows) < 2:
+        return
+    print()
+    print(
+        f"{'records':>9} {'get s':>8} {'audit s':>8} {'audit CPU':>9} {'ratio':>6} "
+        f"{'get MiB':>8} {'audit MiB':>9} {'x raw':>6} {'near-dups':>9} {'time x':>7} {'mem x':>6}"
+    )
+    prev = None
+    for r in rows:
+        grow_t = f"{r['mine']['seconds'] / prev['mine']['seconds']:.1f}" if prev else "-"
+        grow_m = f"{r['mine']['rss'] / prev['mine']['rss']:.1f}" if prev else "-"
+        print(
+            f"{r['n']:>9} {r['base']['seconds']:>8.1f} {r['mine']['seconds']:>8.1f} "
+            f"{r['mine']['cpu']:>9.1f} {r['ratio']:>6.2f} {r['base']['rss']:>8.0f} "
+            f"{r['mine']['rss']:>9.0f} {r['mine']['rss'] / r['raw']:>6.1f} "
+            f"{r['hit']:>4}/{r['expected']:<4} {grow_t:>7} {grow_m:>6}"
+        )
+        prev = r
+    print("(time x, mem x: growth of memdiag's audit time and peak RSS from the row above)")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@ cheap by an exact bound:
 
 1. normalize rows and rotate them by the principal axes of the data (a rotation keeps every dot
    product), so that the first k coordinates carry most of each vector's energy;
-2. by Cauchy-Schwarz, x.y <= x[:k].y[:k] + |x[k:]| |y[k:]|. Appending |x[k:]| and a threshold
-   column turns that bound minus the threshold into one (k+2)-wide matrix product per tile;
+2. by Cauchy-Schwarz, x.y <= x[:k].y[:k] + |x[k:]| |y[k:]|. Appending |x[k:]| (and a zero
+   column, for an aligned width) turns that bound into one (k+2)-wide matrix product per tile,
+   of a single n x (k+2) factor matrix with itself; the normalized and rotated rows are built
+   chunk by chunk and never held whole, so the search adds about (k+2)/d of the raw vectors;
 3. pairs whose bound clears the threshold are verified with the exact float64 cosine of the
    original vectors. Pairs below the bound cannot reach the threshold, so none is missed.
 
@@ -31,21 +33,20 @@ SAMPLE = 2000
 
 
 def _choose_prefix(y: np.ndarray, threshold: float) -> int:
+    """The bound width for rotated unit rows ``y`` (a sample of them when the store is large)."""
     import numpy as np
 
     n, d = y.shape
-    if n <= 2 * SAMPLE or d <= 64:
+    if n < SAMPLE or d <= 64:
         return d
-    rng = np.random.default_rng(0)
-    s = np.sort(rng.choice(n, size=SAMPLE, replace=False))
-    ys = y[s]
+    ys = y[:SAMPLE]
     true_pairs = int(np.count_nonzero(np.triu(ys @ ys.T >= threshold, 1)))
     best_k, best_cost = d, float(d)
     for k in (30, 62, 94, 126, 254):
         if k + 2 >= d:
             break
-        a, b = _bound_factors(ys, k, threshold)
-        cand = int(np.count_nonzero(np.triu(a @ b.T >= 0, 1)))
+        f = _bound_factors(ys, k)
+        cand = int(np.count_nonzero(np.triu(f @ f.T >= threshold - BOUND_SLACK, 1)))
         rate = max(0, cand - true_pairs) / (SAMPLE * (SAMPLE - 1) / 2)
         cost = (k + 2) + rate * CANDIDATE_COST
         if cost < best_cost:
@@ -53,26 +54,22 @@ def _choose_prefix(y: np.ndarray, threshold: float) -> int:
     return best_k
 
 
-def _bound_factors(y: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """A, B with A_i . B_j = y_i[:k].y_j[:k] + |y_i[k:]| |y_j[k:]| - (threshold - slack)."""
+def _bound_factors(y: np.ndarray, k: int) -> np.ndarray:
+    """F with F_i . F_j = y_i[:k].y_j[:k] + |y_i[k:]| |y_j[k:]| (one zero column pads the
+    width to k + 2, a multiple of 32 for the products)."""
     import numpy as np
 
-    n = y.shape[0]
-    head = y[:, :k]
-    rest = (
-        np.sqrt(np.einsum("ij,ij->i", y[:, k:], y[:, k:]))[:, None]
-        if k < y.shape[1]
-        else np.zeros((n, 1), dtype=np.float32)
-    )
-    a = np.hstack([head, rest, np.ones((n, 1), dtype=np.float32)])
-    b = np.hstack([head, rest, np.full((n, 1), -(threshold - BOUND_SLACK), dtype=np.float32)])
-    return np.ascontiguousarray(a, dtype=np.float32), np.ascontiguousarray(b, dtype=np.float32)
+    f = np.zeros((y.shape[0], k + 2), dtype=np.float32)
+    f[:, :k] = y[:, :k]
+    if k < y.shape[1]:
+        f[:, k] = np.sqrt(np.einsum("ij,ij->i", y[:, k:], y[:, k:]))
+    return f
 
 
 def near_duplicate_pairs(
     matrix: np.ndarray,
     threshold: float,
-    block_size: int = 4096,
+    block_size: int = 2048,
     progress: Callable[[int, int], None] | None = None,
     prefix: int | None = None,
 ) -> list[tuple[int, int, float]]:
@@ -81,6 +78,10 @@ def near_duplicate_pairs(
     Exact and complete (see the module docstring). Zero vectors have no direction and never
     pair. Cosines are float64 over the original float32 values. ``prefix`` forces the width of
     the bounded product (tests and benchmarks); by default it is chosen from a sample.
+
+    Memory: besides ``matrix`` itself (not copied when it is float32 without zero rows), one
+    n x (k+2) float32 factor matrix and per-chunk scratch; the normalized and rotated rows are
+    never held whole.
     """
     import numpy as np
 
@@ -94,18 +95,32 @@ def near_duplicate_pairs(
         return []
     if len(live) < n:
         x, norms = x[live], norms[live]
-    # float32 division: a float64 intermediate would double peak memory on large stores
-    xn = x / norms.astype(np.float32)[:, None]
+    m, d = x.shape
+    inv = (1.0 / norms).astype(np.float32)
+    chunk = 8192  # rows per scratch chunk (12 MiB at 384-d)
 
     # Rotate onto the principal axes (uncentered: dot products, not variances, matter here).
-    gram = (xn.T @ xn).astype(np.float64)
+    # The Gram matrix and the rotated rows are built chunk by chunk from the normalized rows.
+    gram = np.zeros((d, d), dtype=np.float64)
+    for c0 in range(0, m, chunk):
+        xc = x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]
+        gram += xc.T @ xc
     _, vecs = np.linalg.eigh(gram)
-    y = xn @ vecs[:, ::-1].astype(np.float32)
-    k = prefix if prefix is not None else _choose_prefix(y, threshold)
-    a, b = _bound_factors(y, k, threshold)
-    del y
+    rot = np.ascontiguousarray(vecs[:, ::-1], dtype=np.float32)
+    if prefix is not None:
+        k = prefix
+    elif m < 2 * SAMPLE or d <= 64:
+        k = d
+    else:
+        s = np.sort(np.random.default_rng(0).choice(m, size=SAMPLE, replace=False))
+        k = _choose_prefix((x[s] * inv[s, None]) @ rot, threshold)
+    a = np.empty((m, k + 2), dtype=np.float32)
+    for c0 in range(0, m, chunk):
+        a[c0 : c0 + chunk] = _bound_factors(
+            (x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]) @ rot, k
+        )
+    cut = np.float32(threshold - BOUND_SLACK)
 
-    m = len(xn)
     bs = max(256, block_size)
     buf = np.empty((bs, bs), dtype=np.float32)
     found_i: list[np.ndarray] = []
@@ -116,16 +131,16 @@ def near_duplicate_pairs(
         ai = a[i0:i1]
         for j0 in range(i0, m, bs):
             j1 = min(m, j0 + bs)
-            g = np.matmul(ai, b[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
+            g = np.matmul(ai, a[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
             if i0 == j0:
                 # Self pairs always clear the bound; mask them (and the lower triangle's
                 # mirror pairs are dropped below) so that the max test stays meaningful.
-                np.fill_diagonal(g, -1.0)
+                np.fill_diagonal(g, -np.inf)
             row_max = g.max(axis=1)
-            rows = np.flatnonzero(row_max >= 0)
+            rows = np.flatnonzero(row_max >= cut)
             if not len(rows):  # the common case: no pair in this tile can reach the threshold
                 continue
-            sub_i, jj = np.nonzero(g[rows] >= 0)
+            sub_i, jj = np.nonzero(g[rows] >= cut)
             ii = rows[sub_i] + i0
             jj = jj + j0
             keep = ii < jj
@@ -134,8 +149,8 @@ def near_duplicate_pairs(
                 continue
             if len(ii) > (i1 - i0) * (j1 - j0) // 64:
                 # The bound is loose here (clustered data): the exact tile is cheaper.
-                exact = xn[i0:i1] @ xn[j0:j1].T
-                ii, jj = np.nonzero(exact >= threshold - BOUND_SLACK)
+                exact = (x[i0:i1] * inv[i0:i1, None]) @ (x[j0:j1] * inv[j0:j1, None]).T
+                ii, jj = np.nonzero(exact >= cut)
                 ii += i0
                 jj += j0
                 keep = ii < jj

@@ -133,7 +133,7 @@ def audit(
     *,
     now: datetime | None = None,
     page_size: int = 5000,
-    block_size: int = 4096,
+    block_size: int = 2048,
     near_duplicates: bool = True,
 ) -> AuditReport:
     """Audit a facts file and/or a Chroma store (one collection, or all when None).

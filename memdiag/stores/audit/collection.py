@@ -41,7 +41,7 @@ class RunOptions:
 
     now: datetime
     page_size: int = 5000  # records per Chroma read
-    block_size: int = 4096  # tile edge of the exact near-duplicate search
+    block_size: int = 2048  # tile edge of the exact near-duplicate search
     near_duplicates: bool = True
 
 

@@ -54,9 +54,12 @@ class UnionFind:
 
 def exact_duplicates(data: CollectionData) -> UnionFind:
     """Records joined when they hold the same normalized text or the same embedding bytes."""
+    import hashlib
+
     emb = data.embeddings
     uf = UnionFind(len(data.ids))
     by_text: dict[str, int] = {}
+    # Keyed by a 16-byte digest, not the vector's bytes: those would copy the whole matrix.
     by_vec: dict[bytes, int] = {}
     for i, doc in enumerate(data.documents):
         if doc and doc.strip():
@@ -64,8 +67,10 @@ def exact_duplicates(data: CollectionData) -> UnionFind:
             if first != i:
                 uf.union(first, i)
         if emb is not None and len(emb):
-            first = by_vec.setdefault(emb[i].tobytes(), i)
-            if first != i:
+            row = emb[i]
+            key = hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+            first = by_vec.setdefault(key, i)
+            if first != i and row.tobytes() == emb[first].tobytes():
                 uf.union(first, i)
     return uf
 
