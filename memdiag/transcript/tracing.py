@@ -11,9 +11,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from memdiag.transcript.events import Extra, RawRetrieval, RawWindow, Record
 from memdiag.transcript.model import ROLES, RawMessage
@@ -136,6 +136,21 @@ def sub(obj: dict[str, Any], key: str, where: str) -> dict[str, Any]:
         at = f"{where}.{key}" if where else key
         raise PathError(at, f"expected an object, got {type(value).__name__}")
     return value
+
+
+N = TypeVar("N")
+
+
+def ancestors(node: N, by_id: Mapping[str, N], parent_of: Callable[[N], Any]) -> Iterator[N]:
+    """The parents of a span, run or observation, nearest first; stops at a parent that is not
+    in the file or at a cycle (a parent seen before)."""
+    seen: set[str] = set()
+    parent = parent_of(node)
+    while parent is not None and str(parent) in by_id and str(parent) not in seen:
+        seen.add(str(parent))
+        node = by_id[str(parent)]
+        yield node
+        parent = parent_of(node)
 
 
 def int_or_none(value: Any) -> int | None:

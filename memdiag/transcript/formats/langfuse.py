@@ -24,6 +24,7 @@ from memdiag.transcript.source import Source
 from memdiag.transcript.tracing import (
     CallLedger,
     PathError,
+    ancestors,
     as_text,
     bad,
     int_or_none,
@@ -157,14 +158,11 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
     by_id = {str(o.get("id")): o for _, o, _ in found}
 
     def sub_agent(o: dict[str, Any]) -> bool:
-        agents, parent, seen = 0, o.get("parentObservationId"), set()
-        while parent is not None and str(parent) in by_id and str(parent) not in seen:
-            seen.add(str(parent))
-            o = by_id[str(parent)]
-            if o.get("type") == "TOOL":
+        agents = 0
+        for a in ancestors(o, by_id, lambda x: x.get("parentObservationId")):
+            if a.get("type") == "TOOL":
                 return True
-            agents += o.get("type") == "AGENT"
-            parent = o.get("parentObservationId")
+            agents += a.get("type") == "AGENT"
         return agents >= 2
 
     ledger = CallLedger()

@@ -25,6 +25,7 @@ from memdiag.transcript.source import Source, message_from_dict
 from memdiag.transcript.tracing import (
     CallLedger,
     PathError,
+    ancestors,
     as_text,
     bad,
     int_or_none,
@@ -158,14 +159,8 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
     by_id = {str(r.get("id")): r for _, r in runs if r.get("id") is not None}
 
     def under_tool(run: dict[str, Any]) -> bool:
-        parent, seen = run.get("parent_run_id"), set()
-        while parent is not None and str(parent) in by_id and str(parent) not in seen:
-            seen.add(str(parent))
-            run = by_id[str(parent)]
-            if run.get("run_type") == "tool":
-                return True
-            parent = run.get("parent_run_id")
-        return False
+        chain = ancestors(run, by_id, lambda r: r.get("parent_run_id"))
+        return any(a.get("run_type") == "tool" for a in chain)
 
     def thread(run: dict[str, Any]) -> str | None:
         extra = run.get("extra")

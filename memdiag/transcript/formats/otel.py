@@ -31,6 +31,7 @@ from memdiag.transcript.tracing import (
     Call,
     CallLedger,
     PathError,
+    ancestors,
     as_text,
     bad,
     int_or_none,
@@ -303,15 +304,6 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
 def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[RawItem]:
     by_id = {s.span_id: s for s in spans if s.span_id}
 
-    def ancestors(s: Span) -> Iterator[Span]:
-        seen: set[str] = set()
-        parent = s.parent_id
-        while parent and parent in by_id and parent not in seen:
-            seen.add(parent)
-            s = by_id[parent]
-            yield s
-            parent = s.parent_id
-
     ledger = CallLedger()
     session: str | None = None
     nested = 0
@@ -321,7 +313,7 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
         op = span.operation
         if op not in INFERENCE and op not in SEARCH:
             continue
-        chain = list(ancestors(span))
+        chain = list(ancestors(span, by_id, lambda s: s.parent_id))
         if sum(1 for a in chain if a.operation == "invoke_agent") >= 2:
             nested += 1
             continue
