@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memdiag.config import AuditSettings
 from memdiag.stores.audit.collection import RunOptions, audit_collection
@@ -79,20 +79,27 @@ def _facts_summary(facts: FactsFile) -> FactsFileSummary:
     )
 
 
+def _collection_fields(store: ChromaStore, info: CollectionInfo) -> dict[str, Any]:
+    """What every collection summary says of the store and the collection itself."""
+    return {
+        "location": store.spec,
+        "mode": store.kind,
+        "collection": info.name,
+        "count": info.count,
+        "dimension": info.dimension,
+        "space": info.space,
+        "configured_space": info.configured_space,
+        "legacy_space": info.legacy_space,
+        "embedding_function": info.embedding_function,
+    }
+
+
 def _collection_summary(
     store: ChromaStore, info: CollectionInfo, memories: LayoutRead
 ) -> ChromaCollectionSummary:
     ef, reason = store.embedding_function(info.name)
     return ChromaCollectionSummary(
-        location=store.spec,
-        mode=store.kind,
-        collection=info.name,
-        count=info.count,
-        dimension=info.dimension,
-        space=info.space,
-        configured_space=info.configured_space,
-        legacy_space=info.legacy_space,
-        embedding_function=info.embedding_function,
+        **_collection_fields(store, info),
         retrieval_checks="available" if ef is not None else "skipped",
         retrieval_reason=reason,
         layout=memories.layout,
@@ -108,15 +115,7 @@ def _skipped_summary(store: ChromaStore, info: CollectionInfo) -> ChromaCollecti
 
     layout = detect_layout(info.name, [], [])
     return ChromaCollectionSummary(
-        location=store.spec,
-        mode=store.kind,
-        collection=info.name,
-        count=info.count,
-        dimension=info.dimension,
-        space=info.space,
-        configured_space=info.configured_space,
-        legacy_space=info.legacy_space,
-        embedding_function=info.embedding_function,
+        **_collection_fields(store, info),
         retrieval_checks="skipped",
         retrieval_reason=f"not audited: {layout.reason}, not memories",
         layout=layout,
