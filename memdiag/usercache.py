@@ -11,12 +11,13 @@ Windows, ``~/.cache/memdiag`` elsewhere.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from memdiag.errors import InputError
+from memdiag.fileio import atomic_write
 
 
 def cache_dir() -> Path | None:
@@ -37,23 +38,16 @@ def cache_dir() -> Path | None:
 
 
 def write_atomic(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` at once (temp file + rename); False if the cache is unwritable.
+    """Write ``data`` to ``path`` at once (:func:`memdiag.fileio.atomic_write`); False if the
+    cache is unwritable.
 
     A reader never sees half a file, and two processes racing to build the same entry both
     succeed: the last rename wins with identical content.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(path, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except InputError:  # atomic_write reports every OSError (unwritable, full, ...) as one
         return False
     return True
 
