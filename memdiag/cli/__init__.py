@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from memdiag import __version__
+from memdiag.cli.coercion import MemdiagCommand, MemdiagGroup
 from memdiag.cli.options import (
     AtOpt,
     ConfigOpt,
@@ -50,6 +51,7 @@ flags_without_a_type()
 
 app = typer.Typer(
     name="memdiag",
+    cls=MemdiagGroup,
     help=(
         "Find which memory layer of an LLM agent forgot, and why.\n\n"
         "Replay transcripts through simulated context windows, diagnose 'the agent forgot X', "
@@ -87,6 +89,7 @@ def main_callback(
 
 
 @app.command(
+    cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
         "  memdiag replay fixtures/demo.jsonl --budget 300 --fact 'allergic to peanuts'\n\n"
@@ -94,7 +97,7 @@ def main_callback(
         "  memdiag replay otel_spans.json --strategy all   (observed windows beside simulated)\n\n"
         "  memdiag replay chat.jsonl --format json > replay.json\n\n"
         "  memdiag replay agent.db --session mia-trip --fact 'allergic to peanuts'"
-    )
+    ),
 )
 @option_groups
 def replay(
@@ -155,6 +158,7 @@ def replay(
 
 
 @app.command(
+    cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
         "  memdiag diagnose fixtures/demo.jsonl --budget 400          (every `forgot` marker)\n\n"
@@ -165,7 +169,7 @@ def replay(
         "  memdiag diagnose trace.json --fact 'allergic to peanuts' --at 8   (a trace: judged "
         "from the requests it recorded)\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"
-    )
+    ),
 )
 @option_groups
 def diagnose(
@@ -256,6 +260,7 @@ def diagnose(
 
 @app.command(
     "inspect-store",
+    cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
         "  memdiag inspect-store --facts-file facts.json\n\n"
@@ -326,13 +331,14 @@ def inspect_store(
 
 
 @app.command(
+    cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
         "  memdiag convert locomo10.json -o conv.jsonl\n\n"
         "  memdiag convert chats.json --from sharegpt > chats.jsonl\n\n"
         "  memdiag convert agent.db --session mia-trip > trip.jsonl\n\n"
         "  memdiag convert conversations.json --conversation 'Lisbon trip' > lisbon.jsonl"
-    )
+    ),
 )
 @option_groups
 def convert(
@@ -363,6 +369,7 @@ def convert(
 
 
 @app.command(
+    cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
         "  memdiag check memdiag-checks.yaml\n\n"
@@ -380,7 +387,7 @@ def convert(
         "Expectations: kept / lost (at_turn, kept_by), verdict / in_layer (fact, at_turn; default "
         "every `forgot` marker), fact_key (equals), max_findings {kind: n}. With "
         "GITHUB_ACTIONS=true each failure is also printed as a ::error annotation."
-    )
+    ),
 )
 def check(
     spec: Annotated[Path, typer.Argument(help="Check spec (YAML), e.g. memdiag-checks.yaml.")],

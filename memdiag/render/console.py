@@ -11,13 +11,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memdiag.diagnosis.verdicts import Details, Diagnosis
 from memdiag.render.common import gaps_text, plain
 from memdiag.render.literal import LiteralConsole
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 if TYPE_CHECKING:
     from memdiag.checks import CheckReport
+    from memdiag.diagnosis.verdicts import Details, Diagnosis
     from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay

@@ -19,8 +19,6 @@ import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -466,6 +464,9 @@ class LLMSummarizer:
         return truncate_to_tokens(self.counter, summary, max_tokens)
 
     def _post(self, body: Mapping[str, object]) -> str:
+        import urllib.error  # only the llm summarizer talks HTTP: start-up stays light
+        import urllib.request
+
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.settings.api_key_env)
         if key:
