@@ -22,6 +22,7 @@ from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.text import (
+    LazyPattern,
     as_first_person,
     has_cjk,
     mask_non_statements,
@@ -105,7 +106,7 @@ class Extraction:
 class _Compiled:
     rule: Rule
     strong: bool
-    regexes: tuple[re.Pattern[str], ...]
+    regexes: tuple[LazyPattern, ...]  # compiled when a keyword first wakes the rule
     keywords: tuple[str, ...]
 
 
@@ -123,7 +124,7 @@ class Extractor:
                 _Compiled(
                     rule,
                     spec.strong if rule.strong is None else rule.strong,
-                    tuple(re.compile(p, flags) for p in rule.patterns),
+                    tuple(LazyPattern(p, flags) for p in rule.patterns),
                     tuple(k.casefold() for k in rule.keywords),
                 )
             )
@@ -461,11 +462,16 @@ def load_rules(path: str | Path, shipped: bool = False) -> tuple[list[Rule], dic
     raw_rules = data.get("rules") or []
     for k, rule in enumerate(parsed.rules):
         raw = raw_rules[k]
-        _check_rule(rule, raw, name, line_of(raw) or line_of(raw_rules))
+        # memdiag's own patterns are compiled when first needed (a test compiles them all)
+        _check_rule(
+            rule, raw, name, line_of(raw) or line_of(raw_rules), compile_patterns=not shipped
+        )
     return parsed.rules, fields
 
 
-def _check_rule(rule: Rule, raw: Any, path: str, line: int | None) -> None:
+def _check_rule(
+    rule: Rule, raw: Any, path: str, line: int | None, compile_patterns: bool = True
+) -> None:
     from memdiag.yamlio import line_of
 
     if not rule.patterns:
@@ -481,7 +487,7 @@ def _check_rule(rule: Rule, raw: Any, path: str, line: int | None) -> None:
     patterns_raw = raw.get("patterns") if isinstance(raw, dict) else None
     if patterns_raw is not None:
         item_lines = list(getattr(patterns_raw, "item_lines", []))
-    for k, pattern in enumerate(rule.patterns):
+    for k, pattern in enumerate(rule.patterns if compile_patterns else ()):
         pline = item_lines[k] if k < len(item_lines) else line
         try:
             compiled = re.compile(pattern, re.IGNORECASE if rule.ignore_case else 0)

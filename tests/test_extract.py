@@ -13,6 +13,7 @@ from memdiag.extract import (
     Rule,
     default_extractor,
     load_extractor,
+    load_rules,
     strong_facts,
 )
 
@@ -194,3 +195,16 @@ def test_bad_rules_file_names_file_and_line(
 def test_missing_rules_file() -> None:
     with pytest.raises(InputError, match="no such file"):
         load_extractor("/nonexistent/rules.yaml")
+
+
+def test_shipped_rules_pass_the_checks_a_users_file_gets() -> None:
+    """memdiag's own rules are compiled lazily at run time; here every one is validated as a
+    user's rules file would be (valid regex, a `value` group or a fixed value)."""
+    from importlib import resources
+
+    from memdiag.extract import BUILTIN_RULES
+
+    ref = resources.files("memdiag") / "data" / BUILTIN_RULES
+    with resources.as_file(ref) as path:
+        rules, _ = load_rules(path)  # not shipped=True: every pattern is compiled and checked
+    assert len(rules) == len(default_extractor().rules) > 20
