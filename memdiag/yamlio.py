@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import types
 import typing
@@ -218,11 +219,7 @@ def unknown_key_error(key: Any, allowed: list[str], path: str, line: int | None)
 
 def to_dataclass(cls: type[T], data: Any, path: str, where: str = "", line: int | None = None) -> T:
     """Build dataclass ``cls`` from a YAML mapping, checking keys and types with line numbers."""
-    required = [
-        f.name
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    ]
+    hints, names, required = _shape(cls)  # type: ignore[arg-type]
     if data is None and not required:
         return cls()
     if data is None:  # `- null` in a list of rules, a bare `defaults:`
@@ -237,8 +234,6 @@ def to_dataclass(cls: type[T], data: Any, path: str, where: str = "", line: int 
             path=path,
             line=line_of(data) or line,
         )
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         line = line_of(data, key)
@@ -256,6 +251,18 @@ def to_dataclass(cls: type[T], data: Any, path: str, where: str = "", line: int 
         raise InputError(
             f"{where or 'top level'}: {clip(exc, 160)}", path=path, line=line_of(data)
         ) from None
+
+
+@functools.cache
+def _shape(cls: type) -> tuple[dict[str, Any], list[str], list[str]]:
+    """A dataclass's field types, field names and required names (resolved once per class)."""
+    fields = dataclasses.fields(cls)
+    required = [
+        f.name
+        for f in fields
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    return typing.get_type_hints(cls), [f.name for f in fields], required
 
 
 def _coerce(tp: Any, value: Any, path: str, line: int | None, label: str) -> Any:
