@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from memdiag import __version__
-from memdiag.cli.coercion import MemdiagCommand, MemdiagGroup
+from memdiag.cli.command import MemdiagCommand, MemdiagGroup
 from memdiag.cli.options import (
     AtOpt,
     ConfigOpt,

@@ -4,7 +4,7 @@ Typer 0.2x coerces every parameter of a command through a pydantic ``TypeAdapter
 the command is parsed, even for options left at their default. Importing pydantic and building
 about thirty adapters costs some 70 ms per command: more than the replay of a 90-message
 transcript. memdiag's options are plain (str, int, float, bool, Path, an Enum, list[str]), so
-:class:`MemdiagGroup` gives each of them a coercer that takes the ordinary spellings of those
+:mod:`memdiag.cli.command` gives each of them a coercer that takes the ordinary spellings of those
 types itself, exactly as typer would, and hands anything else (an unusual spelling, a value that
 fails) to typer's own adapter, built then. Errors are therefore typer's own, word for word.
 
@@ -21,8 +21,6 @@ from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, get_args, get_origin
-
-import typer.core
 
 # the spellings taken here; pydantic takes more ("1_000", " 12 ", "inf"), which go to typer
 _INT = re.compile(r"[+-]?[0-9]{1,18}")
@@ -140,29 +138,3 @@ def _fast_class() -> type | None:
                 return own[0]._coerce_value(value, param=param, ctx=ctx)
 
     return FastRuntimeParam
-
-
-def _give_fast(params: list[Any]) -> None:
-    for param in params:
-        if getattr(param, "_runtime_param", False) is None:
-            fast = fast_runtime_param(getattr(param, "type_descriptor", None))
-            if fast is not None:
-                param._runtime_param = fast
-
-
-class MemdiagCommand(typer.core.TyperCommand):
-    """A memdiag command: its parameters (the help option too) get the fast coercers above."""
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
-        _give_fast(params)
-        return params
-
-
-class MemdiagGroup(typer.core.TyperGroup):
-    """memdiag's command group, with the fast coercers above for its own options."""
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
-        _give_fast(params)
-        return params

@@ -71,7 +71,8 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude.",
+        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude, otel, "
+        "langsmith, langfuse, letta.",
     ),
 ]
 SkipInvalidOpt = Annotated[
