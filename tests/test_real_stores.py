@@ -433,6 +433,30 @@ def test_mem0_store_without_scope_keeps_tenants_apart() -> None:
     assert scoped["stores"][1]["records_read"] == 15 and scoped["stores"][1]["out_of_scope"] == 3
 
 
+@pytest.mark.parametrize("user", ["tom", "mia"])
+def test_duplicates_are_found_within_a_tenant_only(tmp_path: Path, user: str) -> None:
+    """Tom saying what Mia said is his own memory, not a duplicate of hers (mem0 searches one
+    user at a time); the same copy under Mia is one."""
+    import chromadb
+    from chromadb.config import Settings
+
+    path = tmp_path / "store"
+    shutil.copytree(STORES / "mem0", path)
+    client = chromadb.PersistentClient(str(path), settings=Settings(anonymized_telemetry=False))
+    col = client.get_collection("mem0")
+    seat = _slug_ids("mem0")["seat"][0]
+    got = col.get(ids=[seat], include=["embeddings", "metadatas", "documents"])
+    meta = {**got["metadatas"][0], "user_id": user}
+    col.add(ids=["copy"], embeddings=got["embeddings"], metadatas=[meta])
+    client.close()
+    report = _cli("inspect-store", "--chroma", str(path))
+    holding = {f["kind"] for f in report["findings"] if "copy" in f["ids"]}
+    if user == "tom":
+        assert not holding & {"duplicate", "near_duplicate"}
+    else:
+        assert "duplicate" in holding
+
+
 VERDICTS = {
     6: "long_term_not_retrieved",  # allergy: snack and flight memories outrank it
     7: "long_term_stale",  # Lisbon retrieved with Berlin (same key, older)

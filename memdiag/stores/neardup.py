@@ -101,24 +101,24 @@ def near_duplicate_pairs(
 
     # Rotate onto the principal axes (uncentered: dot products, not variances, matter here).
     # The Gram matrix and the rotated rows are built chunk by chunk from the normalized rows.
-    gram = np.zeros((d, d), dtype=np.float64)
-    for c0 in range(0, m, chunk):
-        xc = x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]
-        gram += xc.T @ xc
-    _, vecs = np.linalg.eigh(gram)
-    rot = np.ascontiguousarray(vecs[:, ::-1], dtype=np.float32)
-    if prefix is not None:
-        k = prefix
-    elif m < 2 * SAMPLE or d <= 64:
-        k = d
-    else:
+    # A small matrix is searched whole (k = d), where no rotation is needed: one tenant's few
+    # memories cost no eigendecomposition.
+    rot: np.ndarray | None = None
+    k = prefix if prefix is not None else d if (m < 2 * SAMPLE or d <= 64) else None
+    if k is None or k < d:
+        gram = np.zeros((d, d), dtype=np.float64)
+        for c0 in range(0, m, chunk):
+            xc = x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]
+            gram += xc.T @ xc
+        _, vecs = np.linalg.eigh(gram)
+        rot = np.ascontiguousarray(vecs[:, ::-1], dtype=np.float32)
+    if k is None:
         s = np.sort(np.random.default_rng(0).choice(m, size=SAMPLE, replace=False))
         k = _choose_prefix((x[s] * inv[s, None]) @ rot, threshold)
     a = np.empty((m, k + 2), dtype=np.float32)
     for c0 in range(0, m, chunk):
-        a[c0 : c0 + chunk] = _bound_factors(
-            (x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]) @ rot, k
-        )
+        rows = x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]
+        a[c0 : c0 + chunk] = _bound_factors(rows if k == d else rows @ rot, k)
     cut = np.float32(threshold - BOUND_SLACK)
 
     bs = max(256, block_size)

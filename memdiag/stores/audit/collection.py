@@ -21,6 +21,7 @@ from memdiag.stores.audit.duplicates import (
     NearDuplicateSearch,
     duplicate_findings,
     exact_duplicates,
+    tenants,
 )
 from memdiag.stores.audit.metadata import missing_metadata_findings
 from memdiag.stores.audit.metric import space_findings, unit_vectors
@@ -62,11 +63,12 @@ def audit_collection(
         tiers[tier or tier_from_content(doc)] += 1
 
     findings = space_findings(info, unit_vectors(data.embeddings))
-    groups = exact_duplicates(data)
+    tenant = tenants(data)
+    groups = exact_duplicates(data, tenant)
     findings += duplicate_findings(data, groups)
     search = (
         NearDuplicateSearch.start(
-            data, groups, settings.near_duplicate_threshold, options.block_size, progress
+            data, groups, tenant, settings.near_duplicate_threshold, options.block_size, progress
         )
         if options.near_duplicates
         else None

@@ -4,6 +4,10 @@ Exact duplicates (same normalized text, or bit-identical vectors) are found by h
 duplicates are an exact cosine search over one representative per duplicate group
 (``memdiag.stores.neardup``), run in a worker thread: numpy's matrix products release the GIL, so
 the per-record text work of the other families proceeds meanwhile.
+
+Both stay within one tenant (user/agent/run ids, as conflicts do): two users who both said
+"I'm vegetarian" hold one memory each, and each one's search only ever sees their own. Searching
+tenant by tenant also costs the sum of their squared sizes instead of the square of the total.
 """
 
 from __future__ import annotations
@@ -52,24 +56,32 @@ class UnionFind:
         return [sorted(g) for g in out.values() if len(g) > 1]
 
 
-def exact_duplicates(data: CollectionData) -> UnionFind:
-    """Records joined when they hold the same normalized text or the same embedding bytes."""
+def tenants(data: CollectionData) -> list[tuple[str, ...]]:
+    """Each record's tenant: its (user_id, agent_id, run_id), "" where absent."""
+    from memdiag.stores.layouts import tenant_of
+
+    return [tenant_of(m if isinstance(m, dict) else {}) for m in data.metadatas]
+
+
+def exact_duplicates(data: CollectionData, tenant: list[tuple[str, ...]]) -> UnionFind:
+    """Records of one tenant joined when they hold the same normalized text or the same
+    embedding bytes."""
     import hashlib
 
     emb = data.embeddings
     uf = UnionFind(len(data.ids))
-    by_text: dict[str, int] = {}
+    by_text: dict[tuple[tuple[str, ...], str], int] = {}
     # Keyed by a 16-byte digest, not the vector's bytes: those would copy the whole matrix.
-    by_vec: dict[bytes, int] = {}
+    by_vec: dict[tuple[tuple[str, ...], bytes], int] = {}
     for i, doc in enumerate(data.documents):
         if doc and doc.strip():
-            first = by_text.setdefault(normalize_document(doc), i)
+            first = by_text.setdefault((tenant[i], normalize_document(doc)), i)
             if first != i:
                 uf.union(first, i)
         if emb is not None and len(emb):
             row = emb[i]
             key = hashlib.blake2b(row.tobytes(), digest_size=16).digest()
-            first = by_vec.setdefault(key, i)
+            first = by_vec.setdefault((tenant[i], key), i)
             if first != i and row.tobytes() == emb[first].tobytes():
                 uf.union(first, i)
     return uf
@@ -93,6 +105,36 @@ def duplicate_findings(data: CollectionData, uf: UnionFind) -> list[Finding]:
     return findings
 
 
+def _search(
+    emb: np.ndarray,
+    reps: np.ndarray,
+    parts: list[np.ndarray],
+    threshold: float,
+    block_size: int,
+    progress: Progress,
+) -> list[tuple[int, int, float]]:
+    """Near-duplicate pairs (rows of ``reps``) within each part (one tenant's rows)."""
+    from memdiag.stores.neardup import near_duplicate_pairs
+
+    total = sum(len(p) ** 2 for p in parts)
+    done = 0
+    pairs: list[tuple[int, int, float]] = []
+    for rows in parts:
+        size = len(rows) ** 2
+        # Fancy indexing copies the matrix; skip it for the whole collection as one tenant.
+        whole = len(rows) == len(emb) and len(reps) == len(emb)
+        matrix = emb if whole else emb[reps[rows]]
+
+        def tick(d: int, t: int, base: int = done, size: int = size) -> None:
+            progress(base + d * size // max(t, 1), total)
+
+        found = near_duplicate_pairs(matrix, threshold, block_size, tick)
+        pairs += [(int(rows[a]), int(rows[b]), cos) for a, b, cos in found]
+        done += size
+    progress(total, total)
+    return pairs
+
+
 @dataclass(frozen=True, eq=False)
 class NearDuplicateSearch:
     """A running near-duplicate search; ``findings()`` waits for it."""
@@ -107,6 +149,7 @@ class NearDuplicateSearch:
         cls,
         data: CollectionData,
         uf: UnionFind,
+        tenant: list[tuple[str, ...]],
         threshold: float,
         block_size: int,
         progress: Progress | None,
@@ -114,15 +157,15 @@ class NearDuplicateSearch:
         """Start the search in a worker thread (None when there is nothing to compare)."""
         import numpy as np
 
-        from memdiag.stores.neardup import near_duplicate_pairs
-
         emb = data.embeddings
         if emb is None or len(emb) <= 1:
             return None
         n = len(data.ids)
         reps = np.array([i for i in range(n) if uf.find(i) == i], dtype=np.int64)
-        # Fancy indexing copies the matrix; skip it when no record is an exact duplicate.
-        reps_matrix = emb if len(reps) == n else emb[reps]
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for row, i in enumerate(reps.tolist()):
+            groups.setdefault(tenant[i], []).append(row)
+        parts = [np.asarray(g, dtype=np.int64) for g in groups.values() if len(g) > 1]
 
         def _tick(done: int, total: int) -> None:
             # Reading took the first half of the progress bar; this search takes the second.
@@ -130,7 +173,7 @@ class NearDuplicateSearch:
                 progress(n + done * n // max(total, 1), 2 * n)
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdiag-neardup")
-        pending = pool.submit(near_duplicate_pairs, reps_matrix, threshold, block_size, _tick)
+        pending = pool.submit(_search, emb, reps, parts, threshold, block_size, _tick)
         pool.shutdown(wait=False)
         return cls(data, reps, threshold, pending)
 
