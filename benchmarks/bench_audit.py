@@ -2,6 +2,7 @@
 
     python benchmarks/bench_audit.py --records 100000
     python benchmarks/bench_audit.py --sizes 100000,200000   # growth table in one run
+    python benchmarks/bench_audit.py --records 200000 --users 100   # a multi-user (mem0) store
 
 Builds (once, cached under --store-dir) a Chroma collection of N records with random 384-d
 embeddings and planted near-duplicates, then measures in one run, each phase in its own child
@@ -13,6 +14,8 @@ process so that peak memory (maxrss) belongs to that phase alone:
 Prints both times (wall and CPU: the machine may be shared), the ratio (target <= 3x), peak
 memory against the raw vectors (n x 384 x 4 B; target <= 2x), and how many planted
 near-duplicate pairs the audit found. With --sizes, one line per size and the growth factors.
+With --users N, records carry mem0's user_id (N users, a planted near-duplicate in its source's
+user): duplicates are searched within each user, as mem0 retrieves.
 """
 
 from __future__ import annotations
@@ -52,15 +55,15 @@ TOPICS = [
 ]
 
 
-def _store_path(store_dir: Path, n: int) -> Path:
-    return store_dir / f"n{n}"
+def _store_path(store_dir: Path, n: int, users: int = 0) -> Path:
+    return store_dir / (f"n{n}-u{users}" if users else f"n{n}")
 
 
-def build_store(store_dir: Path, n: int, planted_pairs: int, seed: int = 7) -> Path:
+def build_store(store_dir: Path, n: int, planted_pairs: int, seed: int = 7, users: int = 0) -> Path:
     """Build the benchmark store once; reuse it when its manifest says it is complete."""
     import numpy as np
 
-    root = _store_path(store_dir, n)
+    root = _store_path(store_dir, n, users)
     manifest = root / "planted.json"
     if manifest.is_file():
         return root
@@ -97,6 +100,11 @@ def build_store(store_dir: Path, n: int, planted_pairs: int, seed: int = 7) -> P
         docs.append(f"Note {i}: the user asked about {topic}; reference {rng.integers(1e9)}.")
         ts = t0 + timedelta(minutes=int(rng.integers(0, 600_000)))
         metas.append({"updated_at": ts.isoformat(), "layer": layers[i % len(layers)]})
+        if users:
+            metas[-1]["user_id"] = f"user{i % users}"
+    if users:  # a planted near-duplicate belongs to its source's user
+        for j, src in enumerate(sources):
+            metas[base_n + j]["user_id"] = f"user{int(src) % users}"
 
     client = chromadb.PersistentClient(
         path=str(root / "chroma"), settings=Settings(anonymized_telemetry=False)
@@ -182,7 +190,7 @@ def _run(target: Any, *args: Any) -> dict[str, Any]:
 def run_size(args: argparse.Namespace, n: int) -> dict[str, Any]:
     """Build or reuse the store of ``n`` records, run both phases, print the comparison."""
     started = time.perf_counter()
-    root = build_store(args.store_dir, n, args.planted)
+    root = build_store(args.store_dir, n, args.planted, users=args.users)
     print(f"store: {root} ({time.perf_counter() - started:.1f} s to build/reuse)")
     if args.build_only:
         return {}
@@ -238,6 +246,7 @@ def main() -> None:
     ap.add_argument("--store-dir", type=Path, default=Path("/tmp/memdiag-bench-store"))
     ap.add_argument("--planted", type=int, default=100, help="planted near-duplicate pairs")
     ap.add_argument("--threshold", type=float, default=0.95)
+    ap.add_argument("--users", type=int, default=0, help="spread records over N mem0 users")
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")

@@ -11,7 +11,9 @@ interleaved round by round in the same run. Case mixes:
              recorded conversations), a fact kept at turn 1 and lost by the last turn
 
 Prints wall and CPU time (best and median), the ratio --jobs 2 / --jobs 1 (goal <= 0.6 on
-two cores) and each run's peak RSS. memdiag's bytecode is compiled first, as pip does.
+two cores) and each run's peak RSS. memdiag's bytecode is compiled first, as pip does. A run of
+the first case alone measures the serial part (start-up, spec, encoding) that no worker count
+shares out; with it, the best ratio two workers could reach (Amdahl) is printed too.
 """
 
 from __future__ import annotations
@@ -136,7 +138,11 @@ def main() -> None:
         subprocess.run([py, "-m", "compileall", "-q", str(ROOT / "memdiag")], check=True)
         jobs = {1: [py, "-m", "memdiag", "check", str(spec), "--jobs", "1"]}
         jobs[2] = [*jobs[1][:-1], "2"]
+        one_dir = tmp / "one"
+        one_dir.mkdir()
+        one = write_spec(one_dir, 1, args.mix, args.messages)
         run(jobs[1], env)  # builds the rank cache, warms the OS file cache
+        serial = min(run([py, "-m", "memdiag", "check", str(one)], env)[0] for _ in range(3))
         walls: dict[int, list[float]] = {1: [], 2: []}
         cpus: dict[int, list[float]] = {1: [], 2: []}
         rss: dict[int, float] = {1: 0.0, 2: 0.0}
@@ -160,6 +166,12 @@ def main() -> None:
     best = min(walls[2]) / min(walls[1])
     med = statistics.median(walls[2]) / statistics.median(walls[1])
     print(f"--jobs 2 / --jobs 1: {best:.2f}x best, {med:.2f}x median  (goal <= 0.60x)")
+    one_case = min(walls[1])
+    bound = (serial + (one_case - serial) / 2) / one_case
+    print(
+        f"serial part (one case alone): {serial:.2f}s of {one_case:.2f}s; "
+        f"the best two workers could do: {bound:.2f}x"
+    )
 
 
 if __name__ == "__main__":
