@@ -3,6 +3,7 @@
     python benchmarks/bench_audit.py --records 100000
     python benchmarks/bench_audit.py --sizes 100000,200000   # growth table in one run
     python benchmarks/bench_audit.py --records 200000 --users 100   # a multi-user (mem0) store
+    python benchmarks/bench_audit.py --records 200000 --like real.npy   # shaped like real vectors
 
 Builds (once, cached under --store-dir) a Chroma collection of N records with random 384-d
 embeddings and planted near-duplicates, then measures in one run, each phase in its own child
@@ -15,7 +16,10 @@ Prints both times (wall and CPU: the machine may be shared), the ratio (target <
 memory against the raw vectors (n x 384 x 4 B; target <= 2x), and how many planted
 near-duplicate pairs the audit found. With --sizes, one line per size and the growth factors.
 With --users N, records carry mem0's user_id (N users, a planted near-duplicate in its source's
-user): duplicates are searched within each user, as mem0 retrieves.
+user): duplicates are searched within each user, as mem0 retrieves. Random vectors spread their
+energy over all 384 axes, the worst case for the search's bound; with --like REAL.npy (real
+embeddings, e.g. a collection's `get(include=["embeddings"])` saved with numpy) they are drawn
+with the real vectors' spectrum (MiniLM puts most of it on a few dozen axes).
 """
 
 from __future__ import annotations
@@ -55,15 +59,39 @@ TOPICS = [
 ]
 
 
-def _store_path(store_dir: Path, n: int, users: int = 0) -> Path:
-    return store_dir / (f"n{n}-u{users}" if users else f"n{n}")
+def _store_path(store_dir: Path, n: int, users: int = 0, like: Path | None = None) -> Path:
+    name = f"n{n}" + (f"-u{users}" if users else "") + (f"-like-{like.stem}" if like else "")
+    return store_dir / name
 
 
-def build_store(store_dir: Path, n: int, planted_pairs: int, seed: int = 7, users: int = 0) -> Path:
+def _shaped(rng: Any, n: int, like: Path) -> Any:
+    """n vectors drawn from a Gaussian with the second moment of the unit rows in ``like``
+    (real embeddings): their energy sits on the same few axes as the real ones'."""
+    import numpy as np
+
+    real = np.load(like).astype(np.float64)
+    real /= np.linalg.norm(real, axis=1, keepdims=True)
+    w, v = np.linalg.eigh(real.T @ real / len(real))
+    root = (v * np.sqrt(np.clip(w, 0, None))).astype(np.float32)
+    out = np.empty((n, real.shape[1]), dtype=np.float32)
+    for s in range(0, n, 100_000):
+        z = rng.standard_normal((min(n, s + 100_000) - s, real.shape[1]), dtype=np.float32)
+        out[s : s + len(z)] = z @ root.T
+    return out
+
+
+def build_store(
+    store_dir: Path,
+    n: int,
+    planted_pairs: int,
+    seed: int = 7,
+    users: int = 0,
+    like: Path | None = None,
+) -> Path:
     """Build the benchmark store once; reuse it when its manifest says it is complete."""
     import numpy as np
 
-    root = _store_path(store_dir, n, users)
+    root = _store_path(store_dir, n, users, like)
     manifest = root / "planted.json"
     if manifest.is_file():
         return root
@@ -76,7 +104,7 @@ def build_store(store_dir: Path, n: int, planted_pairs: int, seed: int = 7, user
 
     rng = np.random.default_rng(seed)
     base_n = n - planted_pairs
-    x = rng.standard_normal((n, DIM), dtype=np.float32)
+    x = _shaped(rng, n, like) if like else rng.standard_normal((n, DIM), dtype=np.float32)
     # Planted near-duplicates: copy k of a random earlier record, plus noise (cosine ~0.96-0.995).
     sources = rng.choice(base_n, size=planted_pairs, replace=False)
     planted: list[tuple[str, str, float]] = []
@@ -190,7 +218,7 @@ def _run(target: Any, *args: Any) -> dict[str, Any]:
 def run_size(args: argparse.Namespace, n: int) -> dict[str, Any]:
     """Build or reuse the store of ``n`` records, run both phases, print the comparison."""
     started = time.perf_counter()
-    root = build_store(args.store_dir, n, args.planted, users=args.users)
+    root = build_store(args.store_dir, n, args.planted, users=args.users, like=args.like)
     print(f"store: {root} ({time.perf_counter() - started:.1f} s to build/reuse)")
     if args.build_only:
         return {}
@@ -247,6 +275,11 @@ def main() -> None:
     ap.add_argument("--planted", type=int, default=100, help="planted near-duplicate pairs")
     ap.add_argument("--threshold", type=float, default=0.95)
     ap.add_argument("--users", type=int, default=0, help="spread records over N mem0 users")
+    ap.add_argument(
+        "--like",
+        type=Path,
+        help="a .npy of real embeddings (any store's): draw vectors with their spectrum",
+    )
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
