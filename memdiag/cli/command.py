@@ -19,37 +19,29 @@ def _give_fast(params: list[Any]) -> None:
                 param._runtime_param = fast
 
 
-def _format_help(command: Any, ctx: Any) -> bool:
-    """Draw the help here when typer would draw it with Rich; False: typer's plain help."""
-    if not getattr(typer.core, "HAS_RICH", True) or command.rich_markup_mode is None:
-        return False
-    from memdiag.cli.help import print_help
+class _Memdiag:
+    """What memdiag changes in typer's command and group classes (mixed in before them)."""
 
-    print_help(command, ctx)
-    return True
-
-
-class MemdiagCommand(typer.core.TyperCommand):
-    """A memdiag command."""
+    rich_markup_mode: Any
 
     def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
         _give_fast(params)  # the help option too, which click makes on demand
         return params
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        if not _format_help(self, ctx):
-            super().format_help(ctx, formatter)
+        # typer draws Rich help unless TYPER_USE_RICH=0 or the markup mode is None
+        if not getattr(typer.core, "HAS_RICH", True) or self.rich_markup_mode is None:
+            super().format_help(ctx, formatter)  # type: ignore[misc]
+            return
+        from memdiag.cli.help import print_help
+
+        print_help(self, ctx)
 
 
-class MemdiagGroup(typer.core.TyperGroup):
+class MemdiagCommand(_Memdiag, typer.core.TyperCommand):
+    """A memdiag command."""
+
+
+class MemdiagGroup(_Memdiag, typer.core.TyperGroup):
     """memdiag's command group."""
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
-        _give_fast(params)
-        return params
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        if not _format_help(self, ctx):
-            super().format_help(ctx, formatter)
