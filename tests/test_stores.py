@@ -329,8 +329,17 @@ def test_severity_mapping_is_exhaustive() -> None:
 # -- near-duplicates: exact and complete --------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["gaussian", "clustered"])
-def test_near_duplicates_match_brute_force(kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "prefix", "scale"),
+    [
+        ("gaussian", None, 1.0),
+        ("clustered", None, 1.0),
+        ("gaussian", 96, 1.0),  # the whole width: raw rows multiplied, tiles scaled
+        ("gaussian", 96, 1e12),  # norms too large for raw float32 products: normalized copy
+        ("clustered", 30, 1e-12),
+    ],
+)
+def test_near_duplicates_match_brute_force(kind: str, prefix: int | None, scale: float) -> None:
     import numpy as np
 
     from memdiag.stores.neardup import near_duplicate_pairs
@@ -346,7 +355,8 @@ def test_near_duplicates_match_brute_force(kind: str) -> None:
             np.linalg.norm(x[a]) / np.sqrt(d)
         )
     x[7] = 0.0  # zero vectors never pair
-    got = {(i, j) for i, j, _ in near_duplicate_pairs(x, 0.95, block_size=1000)}
+    x *= np.float32(scale)
+    got = {(i, j) for i, j, _ in near_duplicate_pairs(x, 0.95, block_size=1000, prefix=prefix)}
     xd = x.astype(np.float64)
     norms = np.linalg.norm(xd, axis=1)
     norms[norms == 0] = np.inf

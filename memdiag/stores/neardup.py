@@ -80,8 +80,9 @@ def near_duplicate_pairs(
     the bounded product (tests and benchmarks); by default it is chosen from a sample.
 
     Memory: besides ``matrix`` itself (not copied when it is float32 without zero rows), one
-    n x (k+2) float32 factor matrix and per-chunk scratch; the normalized and rotated rows are
-    never held whole.
+    n x (k+2) float32 factor matrix when a prefix k < d pays off (none when the whole width is
+    searched: the raw rows are multiplied and each tile scaled), and per-chunk scratch; the
+    normalized and rotated rows are never held whole.
     """
     import numpy as np
 
@@ -115,10 +116,17 @@ def near_duplicate_pairs(
     if k is None:
         s = np.sort(np.random.default_rng(0).choice(m, size=SAMPLE, replace=False))
         k = _choose_prefix((x[s] * inv[s, None]) @ rot, threshold)
-    a = np.empty((m, k + 2), dtype=np.float32)
-    for c0 in range(0, m, chunk):
-        rows = x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]
-        a[c0 : c0 + chunk] = _bound_factors(rows if k == d else rows @ rot, k)
+    # k = d: the bound is the cosine itself, computed from the raw rows, each tile then scaled
+    # by its rows' inverse norms: no normalized copy of the matrix (it would double the memory)
+    scale: np.ndarray | None = inv
+    a = x
+    # raw products of float32 rows with norms far from 1 could overflow or lose precision
+    if k < d or not 1e-9 < norms.min() <= norms.max() < 1e9:
+        scale = None
+        a = np.empty((m, k + 2), dtype=np.float32)
+        for c0 in range(0, m, chunk):
+            rows = x[c0 : c0 + chunk] * inv[c0 : c0 + chunk, None]
+            a[c0 : c0 + chunk] = _bound_factors(rows if rot is None else rows @ rot, k)
     cut = np.float32(threshold - BOUND_SLACK)
 
     bs = max(256, block_size)
@@ -132,6 +140,9 @@ def near_duplicate_pairs(
         for j0 in range(i0, m, bs):
             j1 = min(m, j0 + bs)
             g = np.matmul(ai, a[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
+            if scale is not None:
+                g *= scale[i0:i1, None]
+                g *= scale[None, j0:j1]
             if i0 == j0:
                 # Self pairs always clear the bound; mask them (and the lower triangle's
                 # mirror pairs are dropped below) so that the max test stays meaningful.
