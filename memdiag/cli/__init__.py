@@ -441,4 +441,12 @@ def check(
 
 
 def main() -> None:
+    """The ``memdiag`` command. SIGTERM (a CI timeout, ``kill``) exits as Ctrl-C does, through
+    every cleanup: a store's temporary copy is removed, a half-written output never lands."""
+    import signal
+
+    def _terminated(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminated)
     app()

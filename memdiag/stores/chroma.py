@@ -501,28 +501,34 @@ def _open_directory(spec: str) -> ChromaStore:
     src = Path(spec).expanduser()
     validate_store_dir(src)
     tempdir = Path(tempfile.mkdtemp(prefix="memdiag-chroma-"))
-    copy = tempdir / "store"
+    try:
+        client = _client_on_copy(src, tempdir / "store")
+    except BaseException:  # errors, and Ctrl-C or SIGTERM while copying: no copy left behind
+        shutil.rmtree(tempdir, ignore_errors=True)
+        raise
+    return ChromaStore(str(src), client, tempdir, "directory")
+
+
+def _client_on_copy(src: Path, copy: Path) -> Any:
+    """A client on a fresh copy of the store directory ``src``."""
     try:
         shutil.copytree(src, copy)
     except (OSError, shutil.Error) as e:
-        shutil.rmtree(tempdir, ignore_errors=True)
         raise StoreError(f"cannot read Chroma store {src}: {_one_line(e)}") from None
     try:
         import chromadb
         from chromadb.config import Settings
 
         with _native_stderr_muted():
-            client = chromadb.PersistentClient(
+            return chromadb.PersistentClient(
                 path=str(copy), settings=Settings(anonymized_telemetry=False, allow_reset=False)
             )
     except BaseException as e:
         if not _failure(e):
             raise
-        shutil.rmtree(tempdir, ignore_errors=True)
         raise StoreError(
             f"cannot open Chroma store {src} (corrupt or unsupported?): {_one_line(e)}"
         ) from None
-    return ChromaStore(str(src), client, tempdir, "directory")
 
 
 def open_chroma(spec: str, options: ReadOptions | None = None) -> ChromaStore:

@@ -74,9 +74,14 @@ def audit_collection(
         else None
     )
     # Text work while the near-duplicate search runs in its thread.
-    stamps = [record_timestamp(m) for m in data.metadatas]
-    claims = claims_of(data, default_extractor())
-    profile = ProfileIndex.of(facts)
+    try:
+        stamps = [record_timestamp(m) for m in data.metadatas]
+        claims = claims_of(data, default_extractor())
+        profile = ProfileIndex.of(facts)
+    except BaseException:  # Ctrl-C, SIGTERM (memdiag.cli), an error: stop the search too
+        if search is not None:
+            search.cancel()
+        raise
     if search is not None:
         findings += search.findings()
 

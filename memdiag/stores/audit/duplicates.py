@@ -12,6 +12,7 @@ tenant by tenant also costs the sum of their squared sizes instead of the square
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -105,6 +106,10 @@ def duplicate_findings(data: CollectionData, uf: UnionFind) -> list[Finding]:
     return findings
 
 
+class Cancelled(Exception):
+    """The search was stopped (the audit was interrupted)."""
+
+
 def _search(
     emb: np.ndarray,
     reps: np.ndarray,
@@ -112,8 +117,10 @@ def _search(
     threshold: float,
     block_size: int,
     progress: Progress,
+    stop: threading.Event,
 ) -> list[tuple[int, int, float]]:
-    """Near-duplicate pairs (rows of ``reps``) within each part (one tenant's rows)."""
+    """Near-duplicate pairs (rows of ``reps``) within each part (one tenant's rows); raises
+    ``Cancelled`` soon after ``stop`` is set."""
     from memdiag.stores.neardup import near_duplicate_pairs
 
     total = sum(len(p) ** 2 for p in parts)
@@ -126,6 +133,8 @@ def _search(
         matrix = emb if whole else emb[reps[rows]]
 
         def tick(d: int, t: int, base: int = done, size: int = size) -> None:
+            if stop.is_set():
+                raise Cancelled
             progress(base + d * size // max(t, 1), total)
 
         found = near_duplicate_pairs(matrix, threshold, block_size, tick)
@@ -143,6 +152,7 @@ class NearDuplicateSearch:
     reps: np.ndarray  # record index of each row searched
     threshold: float
     pending: Future[list[tuple[int, int, float]]]
+    stop: threading.Event
 
     @classmethod
     def start(
@@ -172,14 +182,24 @@ class NearDuplicateSearch:
             if progress is not None:
                 progress(n + done * n // max(total, 1), 2 * n)
 
+        stop = threading.Event()
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdiag-neardup")
-        pending = pool.submit(_search, emb, reps, parts, threshold, block_size, _tick)
+        pending = pool.submit(_search, emb, reps, parts, threshold, block_size, _tick, stop)
         pool.shutdown(wait=False)
-        return cls(data, reps, threshold, pending)
+        return cls(data, reps, threshold, pending, stop)
+
+    def cancel(self) -> None:
+        """Stop the search within one block of rows (an interrupted audit exits promptly:
+        the interpreter would otherwise wait for the worker thread to finish)."""
+        self.stop.set()
 
     def findings(self) -> list[Finding]:
         """One near_duplicate finding per group of near-identical records."""
-        pairs = self.pending.result()
+        try:
+            pairs = self.pending.result()
+        except BaseException:
+            self.cancel()
+            raise
         reps = self.reps
         nuf = UnionFind(len(reps))
         best: dict[int, list[float]] = {}
