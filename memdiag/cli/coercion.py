@@ -61,11 +61,11 @@ def _leaf(annotation: Any, info: Any) -> Leaf | None:
     if isinstance(annotation, type) and issubclass(annotation, Path) and info.path_type is None:
 
         def path(value: Any, param: Any, ctx: Any) -> Any:
-            if not isinstance(value, str) or not value or "\0" in value:
+            if isinstance(value, str) and value and "\0" not in value:
+                value = annotation(value)
+            elif not isinstance(value, annotation):  # a default is a Path already
                 raise _Unusual
-            return coerce_cli_path(
-                annotation(value), info, path_type=annotation, param=param, ctx=ctx
-            )
+            return coerce_cli_path(value, info, path_type=annotation, param=param, ctx=ctx)
 
         return path
     return None
@@ -84,12 +84,16 @@ def _flag(value: Any, param: Any, ctx: Any) -> Any:
 
 
 def _integer(value: Any, param: Any, ctx: Any) -> Any:
+    if type(value) is int:  # a default
+        return value
     if type(value) is str and _INT.fullmatch(value):
         return int(value)
     raise _Unusual
 
 
 def _real(value: Any, param: Any, ctx: Any) -> Any:
+    if type(value) is float:  # a default
+        return value
     if type(value) is str and _FLOAT.fullmatch(value):
         return float(value)
     raise _Unusual
