@@ -105,16 +105,20 @@ def fast_runtime_param(descriptor: Any) -> Any | None:
     cls = _fast_class()
     if cls is None or getattr(descriptor, "file_annotation", 1) is not None:
         return None
-    annotation = descriptor.annotation
-    many = get_origin(annotation) is list
-    leaf = _leaf(get_args(annotation)[0] if many else annotation, descriptor.parameter_info)
-    return None if leaf is None else cls(descriptor, leaf, many)
+    try:
+        annotation = descriptor.annotation
+        many = get_origin(annotation) is list
+        leaf = _leaf(get_args(annotation)[0] if many else annotation, descriptor.parameter_info)
+        return None if leaf is None else cls(descriptor, leaf, many)
+    except (AttributeError, TypeError):  # typer's internals moved: its own coercion, as before
+        return None
 
 
 @functools.cache
 def _fast_class() -> type | None:
     try:
         from typer._coercion import RuntimeParam, build_runtime_param
+        from typer._param_types import coerce_cli_choice, coerce_cli_path  # noqa: F401 (_leaf)
     except ImportError:
         return None
 
