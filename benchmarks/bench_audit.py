@@ -151,8 +151,15 @@ def build_store(
 
 
 def _maxrss_mib() -> float:
-    # Linux reports ru_maxrss in KiB.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS. VmHWM where Linux has it: ru_maxrss survives exec, so a spawned
+    child would report the parent's peak at fork (the parent may just have built the store)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def _baseline(path: str, out: Any) -> None:
