@@ -83,20 +83,19 @@ def _flag(value: Any, param: Any, ctx: Any) -> Any:
     return value
 
 
-def _integer(value: Any, param: Any, ctx: Any) -> Any:
-    if type(value) is int:  # a default
-        return value
-    if type(value) is str and _INT.fullmatch(value):
-        return int(value)
-    raise _Unusual
+def _number(kind: type, spelling: re.Pattern[str]) -> Leaf:
+    def coerce(value: Any, param: Any, ctx: Any) -> Any:
+        if type(value) is kind:  # a default
+            return value
+        if type(value) is str and spelling.fullmatch(value):
+            return kind(value)
+        raise _Unusual
+
+    return coerce
 
 
-def _real(value: Any, param: Any, ctx: Any) -> Any:
-    if type(value) is float:  # a default
-        return value
-    if type(value) is str and _FLOAT.fullmatch(value):
-        return float(value)
-    raise _Unusual
+_integer = _number(int, _INT)
+_real = _number(float, _FLOAT)
 
 
 def fast_runtime_param(descriptor: Any) -> Any | None:
