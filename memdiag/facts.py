@@ -52,7 +52,7 @@ def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     norm = normalize(fact)
     words = frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w))
     grams: set[str] = set()
-    for run in CJK_RUN.findall(norm):
+    for run in () if norm.isascii() else CJK_RUN.findall(norm):
         chars = [c for c in run if c not in CJK_STOP]
         grams.update(chars)
         grams.update(
