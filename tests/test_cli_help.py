@@ -59,3 +59,15 @@ def test_help_imports_neither_markdown_nor_typers_rich_help():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a) or "memdiag")
+def test_narrow_terminals_fold_words_instead_of_cutting_them(args):
+    text = subprocess.run(
+        [sys.executable, "-m", "memdiag", *args, "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "40"},
+        check=True,
+    ).stdout
+    assert "…" not in text

@@ -63,7 +63,7 @@ def print_help(command: Any, ctx: Any) -> None:
         table.add_column(ratio=10)
         for c in commands:
             text = inspect.cleandoc(c.short_help or c.help or "").split("\n\n")[0]
-            table.add_row(c.name, Text(text.replace("\n", " ")))
+            table.add_row(c.name, Text(text.replace("\n", " "), overflow="fold"))
         console.print(_panel("Commands", table))
     if command.epilog:
         # "Examples:" then one command line each (blank lines between them in the source)
@@ -96,7 +96,7 @@ def _params_table(params: list[Any], ctx: Any) -> Table:
         row: list[RenderableType] = [
             _HIGHLIGHT(Text(",".join(names))),
             _HIGHLIGHT(Text("" if argument else ",".join(short))),
-            Text(shown or "", style="bold yellow"),
+            Text(shown or "", style="bold yellow", overflow="fold"),
             _param_help(p, ctx),
         ]
         if marks:
@@ -111,7 +111,7 @@ def _argument_name(p: Any) -> str:
 
 
 def _param_help(p: Any, ctx: Any) -> Text:
-    text = Text(" ".join(inspect.cleandoc(p.help or "").split()))
+    text = Text(" ".join(inspect.cleandoc(p.help or "").split()), overflow="fold")
     extra: list[tuple[str, str]] = []
     default = _default(p, ctx)
     if default:
