@@ -59,7 +59,7 @@ def print_help(command: Any, ctx: Any) -> None:
     ]
     if commands:
         table = _table()
-        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column(style="bold cyan", overflow="fold")
         table.add_column(ratio=10)
         for c in commands:
             text = inspect.cleandoc(c.short_help or c.help or "").split("\n\n")[0]
@@ -94,8 +94,8 @@ def _params_table(params: list[Any], ctx: Any) -> Table:
         names = [_argument_name(p)] if argument else long
         shown = p.display_type_rich(ctx=ctx) if hasattr(p, "display_type_rich") else None
         row: list[RenderableType] = [
-            _HIGHLIGHT(Text(",".join(names))),
-            _HIGHLIGHT(Text("" if argument else ",".join(short))),
+            _HIGHLIGHT(Text(",".join(names), overflow="fold")),
+            _HIGHLIGHT(Text("" if argument else ",".join(short), overflow="fold")),
             Text(shown or "", style="bold yellow", overflow="fold"),
             _param_help(p, ctx),
         ]
