@@ -28,6 +28,17 @@ class PathError(ValueError):
         self.where = where
 
 
+def first_record(source: Source) -> Any:
+    """The file's first document, or the first element when it is a JSON array (a trace export
+    is either): what format detection looks at."""
+    if not source.records:
+        return None
+    first = source.records[0][1]
+    if isinstance(first, list):
+        return first[0] if first else None
+    return first
+
+
 def bad(source: Source, skip_invalid: bool, err: PathError | str) -> None:
     """Raise the one-line error for a bad call, or count it as skipped."""
     text = str(err)

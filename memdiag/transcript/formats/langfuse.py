@@ -27,6 +27,7 @@ from memdiag.transcript.tracing import (
     ancestors,
     as_text,
     bad,
+    first_record,
     int_or_none,
     records_of,
     sub,
@@ -60,15 +61,6 @@ def _is_observation(obj: Any) -> bool:
 
 def _is_trace(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("observations"), list) and "id" in obj
-
-
-def _first(source: Source) -> Any:
-    if not source.records:
-        return None
-    first = source.records[0][1]
-    if isinstance(first, list):
-        return first[0] if first else None
-    return first
 
 
 def _observations(source: Source) -> list[tuple[str, dict[str, Any], str | None]]:
@@ -140,7 +132,7 @@ def _prompt_tokens(o: dict[str, Any], where: str) -> int | None:
 
 
 def detect(source: Source) -> bool:
-    first = _first(source)
+    first = first_record(source)
     if isinstance(first, dict) and isinstance(first.get("data"), list) and first["data"]:
         first = first["data"][0]
     return _is_observation(first) or _is_trace(first)

@@ -28,6 +28,7 @@ from memdiag.transcript.tracing import (
     ancestors,
     as_text,
     bad,
+    first_record,
     int_or_none,
     records_of,
     sub,
@@ -139,12 +140,7 @@ def _model(run: dict[str, Any], where: str) -> str | None:
 
 
 def detect(source: Source) -> bool:
-    if not source.records:
-        return False
-    first = source.records[0][1]
-    if isinstance(first, list):
-        first = first[0] if first else None
-    return _is_run(first)
+    return _is_run(first_record(source))
 
 
 def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:

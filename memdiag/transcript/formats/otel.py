@@ -34,6 +34,7 @@ from memdiag.transcript.tracing import (
     ancestors,
     as_text,
     bad,
+    first_record,
     int_or_none,
     maybe_json,
     records_of,
@@ -277,17 +278,8 @@ def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
 # --- the format ----------------------------------------------------------------------------
 
 
-def _first_span(source: Source) -> Any:
-    if not source.records:
-        return None
-    first = source.records[0][1]
-    if isinstance(first, list):
-        return first[0] if first else None
-    return first
-
-
 def detect(source: Source) -> bool:
-    first = _first_span(source)
+    first = first_record(source)
     if is_otlp(first) or is_otlp_logs(first):
         return True
     return is_sdk_span(first) and isinstance(first.get("attributes"), dict)
