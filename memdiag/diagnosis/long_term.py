@@ -325,7 +325,4 @@ def _contradicting(
     from memdiag.stores.memories import contradictions
 
     found = contradictions(fact, record.document or "", record.metadata, hits, own_ids)
-    return [
-        Contradiction(c.id, c.rank, c.field, c.value.casefold(), c.document, c.how, c.older)
-        for c in found
-    ]
+    return [replace(c, value=c.value.casefold()) for c in found]

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from memdiag.facts import Evidence
+from memdiag.stores.memories import Contradiction
 
 
 class _Name(str, Enum):
@@ -202,30 +203,6 @@ class RankedHit:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "rank": self.rank, "distance": self.distance}
-
-
-@dataclass(frozen=True)
-class Contradiction:
-    """A retrieved record giving another value for a field the fact states."""
-
-    id: str
-    rank: int
-    field: str
-    value: str
-    document: str
-    how: str = "text"  # where the field came from: the text, or a metadata key
-    older: bool | None = None  # older than the fact's own record (None: a date is missing)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "rank": self.rank,
-            "field": self.field,
-            "value": self.value,
-            "document": self.document,
-            "how": self.how,
-            "older": self.older,
-        }
 
 
 @dataclass(frozen=True)
