@@ -331,35 +331,13 @@ def cli_runs(n: int, repeat: int) -> None:
         with path.open("w", encoding="utf-8") as fp:
             write_canonical(generate(n), fp)
         py = sys.executable
+        replay_all = [py, "-m", "memdiag", "replay", str(path), "--strategy", "all"]
+        replay_all += ["--budget", "4000"]
         cmds = {
             "floor: parse + encode_ordinary_batch": [py, "-c", FLOOR, str(path)],
             "floor: parse + encode loop": [py, "-c", FLOOR_LOOP, str(path)],
-            "replay --strategy all (table)": [
-                py,
-                "-m",
-                "memdiag",
-                "replay",
-                str(path),
-                "--strategy",
-                "all",
-                "--budget",
-                "4000",
-                "--show",
-                "none",
-            ],
-            "replay --strategy all --format json": [
-                py,
-                "-m",
-                "memdiag",
-                "replay",
-                str(path),
-                "--strategy",
-                "all",
-                "--budget",
-                "4000",
-                "--format",
-                "json",
-            ],
+            "replay --strategy all (table)": [*replay_all, "--show", "none"],
+            "replay --strategy all --format json": [*replay_all, "--format", "json"],
         }
         got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
         for _ in range(repeat):
