@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memdiag.text import CJK_RUN, fold, has_cjk, normalize
+from memdiag.text import cjk_runs, fold, has_cjk, normalize
 
 FUZZY_THRESHOLD = 0.75
 
@@ -52,7 +52,7 @@ def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     norm = normalize(fact)
     words = frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w))
     grams: set[str] = set()
-    for run in () if norm.isascii() else CJK_RUN.findall(norm):
+    for run in cjk_runs(norm):
         chars = [c for c in run if c not in CJK_STOP]
         grams.update(chars)
         grams.update(

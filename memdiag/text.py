@@ -54,6 +54,11 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and CJK.search(text) is not None
 
 
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters in ``text`` (none in ASCII text, which skips the regex)."""
+    return [] if text.isascii() else CJK_RUN.findall(text)
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text``: split at . ! ? and CJK 。！？； and at newlines."""
     out = []

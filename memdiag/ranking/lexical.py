@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memdiag.facts import CJK_STOP, STOPWORDS, stem
-from memdiag.text import CJK_RUN, has_cjk, normalize
+from memdiag.text import cjk_runs, has_cjk, normalize
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -29,7 +29,7 @@ def terms(text: str) -> list[str]:
     """Index terms of ``text``: stems of content words, then CJK unigrams and bigrams."""
     norm = normalize(text)
     out = [stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w)]
-    for run in () if norm.isascii() else CJK_RUN.findall(norm):
+    for run in cjk_runs(norm):
         out.extend(c for c in run if c not in CJK_STOP)
         out.extend(
             run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= CJK_STOP
