@@ -62,6 +62,7 @@ class Claim:
     ts: datetime | None
     tenant: tuple[str, ...] = ("", "", "")  # (user_id, agent_id, run_id), "" when absent
     source: str = "text"  # the rule id, or metadata.key / metadata.category
+    who: str = ""  # the person the sentence names when it is not the user ("Tom Becker")
 
     def tenant_label(self) -> str:
         """``user_id=mia`` (empty for a store without tenants)."""
