@@ -57,11 +57,10 @@ def rank_failures(
             index.cache.close()
     s = index.stats
     if index.embedder is not None:
-        note = (
-            f"{s.sentences} sentences of every speaker compared "
-            f"({s.embedded} embedded, {s.sentences - s.embedded} from the cache)"
-            if index.cache is not None
-            else f"{s.sentences} sentences of every speaker compared (cache off)"
+        # how many came from the embedding cache is left out: it differs between two runs of
+        # the same command, and JSON output does not (docs/reference.md#json-output)
+        note = f"{s.sentences} sentences of every speaker compared" + (
+            "" if index.cache is not None else " (cache off)"
         )
         if s.dense_from:
             note += f"; the {s.dense_from} oldest messages by their words only"

@@ -42,6 +42,16 @@ def chroma_cache_dir() -> Path:
     return Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
 
 
+def home_relative(path: Path) -> str:
+    """``path`` with the user's home folder written ``~``: messages that reach JSON output
+    never hold the home path (docs/reference.md#json-output)."""
+    home = str(Path.home())
+    text = str(path)
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
 def find_model_dir() -> tuple[Path | None, str]:
     """The folder containing ``onnx/`` with all six model files, and where it was looked for."""
     candidates: list[tuple[Path, str]] = []
@@ -52,7 +62,7 @@ def find_model_dir() -> tuple[Path | None, str]:
     for d, _label in candidates:
         if all((d / "onnx" / f).is_file() for f in ONNX_FILES):
             return d, ""
-    tried = ", ".join(f"{label} {d}" for d, label in candidates)
+    tried = ", ".join(f"{label} {home_relative(d)}" for d, label in candidates)
     return None, f"embedding model all-MiniLM-L6-v2 not found locally (looked in {tried}); {_FIX}"
 
 
@@ -102,7 +112,9 @@ def resolve_embedding_function(collection_config: Any) -> tuple[Any | None, str]
         model_dir, reason = find_model_dir()
         if model_dir is None:
             return None, reason
-        return _onnx_default(model_dir), f"{name} (ONNX all-MiniLM-L6-v2 from {model_dir})"
+        # where the model was found is not part of the answer: JSON output stays the same
+        # bytes on every machine (docs/reference.md#json-output)
+        return _onnx_default(model_dir), f"{name} (ONNX all-MiniLM-L6-v2)"
     # Other registered functions call remote APIs or download models: never from memdiag.
     return None, (
         f"the collection's embedding function {name!r} is not the local default model; "
