@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from memdiag.config import (
     SummarySettings,
 )
 from memdiag.diagnosis.verdicts import LAYERS, VERDICTS
-from memdiag.errors import InputError, UsageError
+from memdiag.errors import InputError, UsageError, clip
 from memdiag.stores.audit import KINDS as FINDING_KINDS
 from memdiag.stores.facts_file import scalar_text
 from memdiag.strategies import validate_settings
@@ -134,6 +135,19 @@ class CheckSpec:
 # --- parsing --------------------------------------------------------------------------------
 
 
+def path_stat_at(
+    p: Path, error: Callable[[str, int | None], InputError], what: str, line: int | None
+) -> os.stat_result | None:
+    """The stat of a path the spec names (None: nothing there); a name the OS refuses (longer
+    than it allows, a loop) is the spec's error at that line, not an internal one."""
+    from memdiag.fileio import path_stat
+
+    try:
+        return path_stat(p)
+    except InputError as e:
+        raise error(f"{what}: {e.message} ({clip(p, 120)})", line) from None
+
+
 class _Parser:
     """Turns the YAML of one spec file into a CheckSpec; every error names file and line."""
 
@@ -170,7 +184,7 @@ class _Parser:
         p = Path(text).expanduser()
         if not p.is_absolute():
             p = self.root / p
-        if must_exist and not p.exists():
+        if must_exist and path_stat_at(p, self.error, what, line) is None:
             raise self.error(
                 f"{what}: no such file {text!r} (paths are relative to the spec file)", line
             )
