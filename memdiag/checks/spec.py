@@ -450,3 +450,21 @@ def load_spec(path: str | Path, base: Settings | None = None) -> CheckSpec:
     """Read and validate a check spec; ``base`` holds the config-file settings cases start from."""
     p = Path(path)
     return _Parser(p, base or Settings()).parse(load_yaml(p))
+
+
+DEFAULT_SPEC = "memdiag-checks.yaml"
+
+
+def default_spec(start: str | Path | None = None) -> Path:
+    """``memdiag-checks.yaml`` in ``start`` (default: the current directory) or the nearest
+    parent holding one: what `memdiag check` runs when no spec is named."""
+    from memdiag.config import find_upward
+
+    found = find_upward(DEFAULT_SPEC, start)
+    if found is None:
+        here = Path(start if start is not None else Path.cwd()).absolute()
+        raise UsageError(
+            f"no check spec given and no {DEFAULT_SPEC} in {clip(here, 200)} or its parents; "
+            "name one: memdiag check SPEC.yaml (docs/ci.md)"
+        )
+    return found

@@ -373,7 +373,7 @@ def convert(
     cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
-        "  memdiag check memdiag-checks.yaml\n\n"
+        "  memdiag check   (memdiag-checks.yaml here or in a parent folder)\n\n"
         "  memdiag check memdiag-checks.yaml --junit report.xml --jobs 4\n\n"
         "  memdiag check memdiag-checks.yaml --html report.html   (timeline of every case)\n\n"
         "  memdiag check memdiag-checks.yaml --format json > check.json\n\n"
@@ -391,7 +391,12 @@ def convert(
     ),
 )
 def check(
-    spec: Annotated[Path, typer.Argument(help="Check spec (YAML), e.g. memdiag-checks.yaml.")],
+    spec: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Check spec (YAML); default: memdiag-checks.yaml here or in a parent folder."
+        ),
+    ] = None,
     output: FormatOpt = OutputFormat.table,
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write a JUnit XML report here.")
@@ -415,6 +420,10 @@ def check(
 
         html_target(html)
         output_target(junit)
+        if spec is None:
+            from memdiag.checks.spec import default_spec
+
+            spec = default_spec()
         base = settings_from(config)
         with progress("checking", min_total=2) as tick:
             report = run_checks(spec, base, jobs, tick)
