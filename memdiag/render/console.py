@@ -11,13 +11,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memdiag.render.common import gaps_text, plain
+from memdiag.render.common import gaps_text
 from memdiag.render.literal import LiteralConsole
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 if TYPE_CHECKING:
     from memdiag.checks import CheckReport
-    from memdiag.diagnosis.verdicts import Details, Diagnosis
+    from memdiag.diagnosis.verdicts import Diagnosis
     from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
@@ -239,68 +239,28 @@ VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}
 
 
 def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
+    """One panel per failure: a label/value grid in words (``memdiag.render.words``), wrapped
+    lines hanging under the value column."""
+    from memdiag.render.words import diagnosis_lines, plural
+
     for d in diagnoses:
         style = VERDICT_STYLE.get(d.layer.value, "white")
-        body = Text()
-        body.append("verdict  ", style="dim")
-        body.append(d.verdict.value, style=f"bold {style}")
-        body.append(f"   layer {d.layer.value}", style=style)
-        if d.flags:
-            body.append("   flags " + ", ".join(d.flags), style="magenta")
-        body.append("\n")
-        body.append("evidence ", style="dim")
-        det = d.details
-        stated = any(e.passes for e in d.evidence)
-        if not stated:  # never stated: what was searched, then the nearest candidates
-            body.append((det.searched or "none found") + "\n")
-        for k, e in enumerate(d.evidence[:3]):
-            if k or not stated:
-                body.append("nearest  " if not stated and not k else "         ", style="dim")
-            body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
-            body.append(f"“{_clip(e.text)}”\n", style="italic")
-        seen = det.observed
-        if seen is not None:
-            body.append("request  ", style="dim")
-            size = f"{seen.tokens}" if seen.tokens_exact else f"at least {seen.tokens}"
-            body.append(f"{seen.request} (turn {seen.request_turn}): {size} tokens")
-            if seen.reported_prompt_tokens is not None:
-                diff = seen.reported_prompt_tokens - seen.tokens
-                body.append(f", provider reported {seen.reported_prompt_tokens} ({diff:+d})")
-            body.append("\n")
-            if seen.lost_at_turn is not None:
-                body.append("lost     ", style="dim")
-                body.append(f"turn {seen.lost_at_turn} ({seen.mechanism}), observed\n")
-        short = det.short_term
-        if short is not None and short.lost_at_turn is not None:
-            body.append("lost     ", style="dim")
-            body.append(
-                f"turn {short.lost_at_turn} ({short.mechanism}) under {short.strategy}, "
-                f"budget {short.budget}\n"
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for line in diagnosis_lines(d):
+            value = Text(
+                line.value, style=f"bold {style}" if line.style == "verdict" else line.style
             )
-        if short is not None:
-            body.append("window   ", style="dim")
-            body.append(f"{short.window_tokens}/{short.budget} tokens at turn {d.at_turn}\n")
-        wi = short.what_if if short is not None else (seen.what_if if seen is not None else None)
-        if wi is not None:
-            kept = ", ".join(
-                f"{k} {'keeps' if v else 'loses'}" for k, v in wi.kept_by_strategy.items()
-            )
-            at = f" at {seen.what_if_budget} tokens" if seen is not None else ""
-            body.append("what-if  ", style="dim")
-            body.append(
-                f"{kept}{at}; smallest sliding budget {wi.smallest_sliding_window_budget}\n"
-            )
-        for key, value in _store_lines(det):
-            body.append(f"{key:<9}", style="dim")
-            body.append(f"{plain(value)}\n")
-        for fix in d.fixes:
-            body.append("fix      ", style="dim")
-            body.append(fix + "\n")
-        body.rstrip()
+            if line.quote is not None:
+                if line.value:
+                    value.append(" ")
+                value.append(f"“{line.quote}”", style="italic")
+            grid.add_row(line.label, value)
         where = f"turn {d.at_turn}" + (f" ({d.marker_id})" if d.marker_id else "")
         console.print(
             Panel(
-                body,
+                grid,
                 title=f"[bold]forgot “{escape(d.fact)}” at {escape(where)}[/]",
                 title_align="left",
                 border_style=style,
@@ -311,36 +271,11 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
     console.print(
         Text(
-            f"{len(diagnoses)} failure(s) in {transcript}: "
+            f"{plural(len(diagnoses), 'failure')} in {transcript}: "
             + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())),
             style="bold",
         )
     )
-
-
-def _store_lines(det: Details) -> list[tuple[str, object]]:
-    """What the long-term checks and the semantic search saw, one (label, value) per line."""
-    lt = det.long_term
-    lines: list[tuple[str, object]] = []
-    if det.recorded is not None and det.recorded.searches:
-        lines.append(("recorded", [s.to_dict() for s in det.recorded.searches]))
-    if lt is not None:
-        if lt.retrieval is not None:
-            lines.append(("retrieval", lt.retrieval.to_dict()))
-        if lt.facts_file is not None:
-            lines.append(("facts_file", lt.facts_file.to_dict()))
-        if lt.stores_checked:
-            lines.append(("stores_checked", list(lt.stores_checked)))
-        if lt.skipped_reason is not None:
-            lines.append(("skipped_reason", lt.skipped_reason))
-    if det.semantic_search is not None:
-        lines.append(("semantic", det.semantic_search))
-    return lines
-
-
-def _clip(text: str, n: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def render_checks(console: Console, report: CheckReport) -> None:
