@@ -5,7 +5,6 @@ broken across lines, and the evidence shows what states the fact."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
