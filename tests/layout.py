@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 _EDGE = "“”\"'()[]{},.;:!?…"
-BOX = set("│┃╭╮╰╯─━┏┓┗┛┡┩╇┳┻╋┼├┤┬┴")
+BOX = set("│┃╭╮╰╯─━┏┓┗┛┡┩╇┳┻╋┼├┤┬┴┌┐└┘")
 
 
 def panel_bodies(out: str) -> list[list[str]]:

@@ -112,3 +112,74 @@ def test_evidence_lists_only_what_states_it_in_score_order() -> None:
         assert all(e.turn != d.at_turn for e in shown)
         # JSON keeps every candidate
         assert len(d.to_dict()["evidence"]) == len(d.evidence) > len(shown)
+
+
+# --- replay --strategy all: the answer first -------------------------------------------------
+
+TRACE = FIXTURES / "formats" / "traces" / "otel_spans.json"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_replay_all_prints_the_fact_survival_first(width: int) -> None:
+    out = cli(width, "replay", str(DEMO), "--strategy", "all", "--budget", "400")
+    lines = out.splitlines()
+    assert lines[0].startswith(str(DEMO)) and "Fact survival" in out
+    assert len(lines) < 30  # not the per-turn lists of three strategies
+    assert "evicted u1" not in out and "--show changes" in out
+    # every header and word whole: nothing cut with an ellipsis, no word split across lines
+    assert "…" not in out
+    sources = [
+        "fact stated sliding_window summary scratchpad Fact survival (strong facts and "
+        "`forgot` markers found in the transcript) Mia allergic to peanuts prefers window "
+        "seats turn 1 (u1) turn 3 (u3) evicted at turn 6 kept to session end (turn 8)",
+        *lines[:2],
+        *lines[-5:],
+    ]
+    table = [ln for ln in lines if ln[:1] in "┃│┏┡└"]
+    assert not broken_tokens("\n".join(table), sources, width)
+    assert all(ln.rstrip()[-1] in "┃│┓┩┘" for ln in table), "the table is cut at the right"
+    # the demo's second `forgot` marker is tracked too
+    assert "prefers" in out and "window" in out
+    # a fact kept until its session ended is no eviction
+    cells = " ".join(" ".join(ln.strip("│ ").split()) for ln in table)
+    assert "session_end" not in out and "lost at turn 9" not in cells
+    assert "kept to session end (turn 8)" in " ".join(cells.replace("│", " ").split()) or (
+        cells.count("kept to") == 6
+    )
+    more = cli(
+        width, "replay", str(DEMO), "--strategy", "all", "--budget", "400", "--show", "changes"
+    )
+    assert "evicted u1" in more and more.index("Fact survival") < more.index("evicted u1")
+
+
+def test_replay_tracks_the_forgot_markers() -> None:
+    data = json.loads(cli(120, "replay", str(DEMO), "--budget", "400", "--format", "json"))
+    facts = [f["fact"] for f in data["strategies"]["sliding_window"]["facts"]]
+    assert "prefers window seats" in facts and "allergic to peanuts" in facts
+    seats = next(
+        f
+        for f in data["strategies"]["sliding_window"]["facts"]
+        if f["fact"] == "prefers window seats"
+    )
+    assert seats["stated_at_turn"] == 3 and seats["evidence_id"] == "u3"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_replay_of_a_trace_simulates_at_the_recorded_size(width: int) -> None:
+    from memdiag.replay import prepare
+    from memdiag.strategies.observed import request_tokens, size_known
+
+    t = load(TRACE)
+    rctx = prepare(t, Settings())
+    largest = max(request_tokens(w, rctx.costs, rctx.counter) for w in t.windows if size_known(w))
+    out = cli(width, "replay", str(TRACE), "--strategy", "all")
+    assert f"budget {largest} tokens (the largest request the trace recorded" in " ".join(
+        out.split()
+    )
+    data = json.loads(cli(width, "replay", str(TRACE), "--strategy", "all", "--format", "json"))
+    assert data["budget"] == largest
+    # --budget still decides
+    data = json.loads(
+        cli(width, "replay", str(TRACE), "--strategy", "all", "--budget", "500", "--format", "json")
+    )
+    assert data["budget"] == 500

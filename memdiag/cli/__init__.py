@@ -106,8 +106,12 @@ def replay(
     window: WindowFlags = WindowFlags(),
     facts_file: FactsFileOpt = None,
     show: Annotated[
-        str, typer.Option(help="Turns to list: changes (default), all, none.")
-    ] = "changes",
+        str | None,
+        typer.Option(
+            help="Turns to list: changes, all, none. Default: changes for one strategy; for "
+            "several (--strategy all), none: the fact survival and each strategy's totals."
+        ),
+    ] = None,
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
@@ -125,7 +129,7 @@ def replay(
         from memdiag.replay import run, strategy_names
         from memdiag.stores.open import profile_memory
 
-        if show not in ("changes", "all", "none"):
+        if show not in (None, "changes", "all", "none"):
             raise UsageError(f"--show must be changes, all or none, not {show!r}")
         settings = settings_from(
             config,
@@ -150,6 +154,8 @@ def replay(
         with progress("replaying", min_total=2000) as tick:
             advance = strategies_progress(tick, per_strategy, n) if tick is not None else None
             report = run(t, settings, fact or (), progress=advance, memory=memory, observe=recorder)
+        if show is None:  # the answer first; the turns of several strategies on request
+            show = "changes" if len(report.results) == 1 else "none"
         output.to_renderer().replay(report, show)
         if html is not None:
             from memdiag.render.report.build import replay_document

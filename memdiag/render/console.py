@@ -111,28 +111,54 @@ def interesting(r: TurnRecord) -> bool:
 
 
 def fact_cell(f: FactSurvival) -> Text:
+    """A fact's fate under one strategy, in words. A `session_end` loss is no eviction: the
+    fact was kept to the last turn of its session (a new session starts with a new window)."""
     if f.kept_by == "memories":
         return Text("kept (memories)", style="green")
     if f.stated_at_turn is None:
         return Text("never stated", style="dim")
     if f.lost_at_turn is None:
-        cell = Text(f"kept ({f.kept_by})", style="green")
+        held = {"verbatim": "kept verbatim", "summary": "kept in the summary"}
+        cell = Text(held.get(f.kept_by or "", f"kept ({f.kept_by})"), style="green")
         gaps = gaps_text(f)
         if gaps:
             cell.append(f", lost {gaps}", style="yellow")
         return cell
-    return Text(f"lost at turn {f.lost_at_turn} ({f.mechanism})", style="red")
+    if f.mechanism == "session_end":
+        return Text(f"kept to session end (turn {f.lost_at_turn - 1})", style="green")
+    how = {"summarized_away": "summarized away", "unpinned": "unpinned"}
+    return Text(
+        f"{how.get(f.mechanism or '', f.mechanism or 'lost')} at turn {f.lost_at_turn}", style="red"
+    )
 
 
 def render_replay(console: Console, report: ReplayReport, show: str = "changes") -> None:
+    """The answer first: which strategy kept each tracked fact; then each strategy's totals;
+    the turns where the window changed only on request (``--show changes|all``)."""
     t = report.transcript
     head = Text()
     head.append(f"{t.path}", style="bold")
+    budget = f"budget {report.budget} tokens"
+    if report.budget_recorded:
+        budget += " (the largest request the trace recorded; --budget to change)"
     head.append(
-        f"  {len(t.messages)} messages, {len(t.turns)} turns, {len(t.sessions)} session(s)"
-        f"  encoding {report.encoding}  budget {report.budget} tokens"
+        f"  {_count(len(t.messages), 'message')}, {_count(len(t.turns), 'turn')}, "
+        f"{_count(len(t.sessions), 'session')}; encoding {report.encoding}; {budget}"
     )
     console.print(head)
+    render_survival(console, report)
+    if show == "none":
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column()
+        for res in report.results:
+            grid.add_row(res.name, _totals(res) + _calls_note(res))
+        console.print(grid)
+        console.print(
+            "turn by turn: --show changes (turns where something left the window) or --show all",
+            style="dim",
+        )
+        return
     legend = Text("window: ")
     plain = colourless(console)
     for section, style in SECTION_STYLE.items():
@@ -141,40 +167,58 @@ def render_replay(console: Console, report: ReplayReport, show: str = "changes")
     console.print(legend, style="dim")
     for res in report.results:
         render_strategy(console, res, show)
-    render_survival(console, report)
+
+
+def _calls_note(res: StrategyReplay) -> str:
+    """Recorded requests in one clause: how far the provider's prompt tokens are from ours."""
+    diffs = sorted({c.difference for c in res.calls if c.difference is not None})
+    if not res.calls:
+        return ""
+    note = f"; {_count(len(res.calls), 'recorded request')}"
+    if not diffs:
+        return note
+    spread = f"{diffs[0]:+d}" if len(diffs) == 1 else f"{diffs[0]:+d} to {diffs[-1]:+d}"
+    return note + f", provider-reported prompt tokens {spread} against the recount"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _totals(res: StrategyReplay) -> str:
+    peak = max((r.tokens["total"] for r in res.turns), default=0)
+    evicted = sum(len(r.evicted) for r in res.turns)
+    summarized = sum(len(r.summarized) for r in res.turns)
+    over = sum(r.overflow for r in res.turns)
+    return (
+        f"peak {peak}/{res.budget} tokens, {evicted} evicted, {summarized} summarized, "
+        f"{over} over budget"
+    )
 
 
 def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
     console.rule(f"[bold]{escape(res.name)}[/]")
     turns = res.turns if show == "all" else [r for r in res.turns if interesting(r)]
-    if show != "none":
-        # a long transcript has thousands of such turns: show the first and last ones
-        cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
-        head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
-        for r in head:
-            console.print(turn_line(r, res.budget, colourless(console)))
-        if cut:
-            console.print(
-                f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
-                "(--show all, or --format json|--html for every turn)",
-                style="dim",
-            )
-        for r in tail:
-            console.print(turn_line(r, res.budget, colourless(console)))
-        hidden = len(res.turns) - len(turns)
-        if hidden and show == "changes":
-            console.print(
-                f"      ({hidden} turns where nothing left the window not shown; --show all)",
-                style="dim",
-            )
-    peak = max((r.tokens["total"] for r in res.turns), default=0)
-    evicted = sum(len(r.evicted) for r in res.turns)
-    summarized = sum(len(r.summarized) for r in res.turns)
-    console.print(
-        f"peak window {peak}/{res.budget} tokens · {evicted} evicted · {summarized} summarized"
-        f" · {sum(r.overflow for r in res.turns)} over budget",
-        style="bold",
-    )
+    # a long transcript has thousands of such turns: show the first and last ones
+    cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
+    head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
+    for r in head:
+        console.print(turn_line(r, res.budget, colourless(console)))
+    if cut:
+        console.print(
+            f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
+            "(--show all, or --format json|--html for every turn)",
+            style="dim",
+        )
+    for r in tail:
+        console.print(turn_line(r, res.budget, colourless(console)))
+    hidden = len(res.turns) - len(turns)
+    if hidden and show == "changes":
+        console.print(
+            f"      ({hidden} turns where nothing left the window not shown; --show all)",
+            style="dim",
+        )
+    console.print(_totals(res), style="bold")
     if res.calls:
         render_calls(console, res)
     if res.final is not None and res.final.pinned:
@@ -209,15 +253,36 @@ def render_calls(console: Console, res: StrategyReplay) -> None:
         console.print(f"      … {len(reported) - len(shown)} more (--format json)", style="dim")
 
 
+def _fits(table: Table, width: int) -> bool:
+    """Fit ``table`` in ``width`` without cutting a word or a header, setting column widths
+    (Rich's own collapse cuts headers with an ellipsis); False when it cannot fit."""
+    cols = table.columns
+    texts = [[str(x) for x in [c.header, *c.cells]] for c in cols]
+    natural = [max(len(t) for t in ts) for ts in texts]
+    least = [max(len(w) for t in ts for w in [*t.split(), ""]) for ts in texts]
+    room = width - (3 * len(cols) + 1)
+    if sum(natural) <= room:
+        return True
+    if sum(least) > room:
+        return False
+    extra = room - sum(least)
+    want = [n - m for n, m in zip(natural, least, strict=True)]
+    total = sum(want) or 1
+    for c, m, w in zip(cols, least, want, strict=True):
+        c.width = m + extra * w // total
+    return True
+
+
 def render_survival(console: Console, report: ReplayReport) -> None:
     if not report.facts:
         console.print(
-            "No facts tracked: pass --fact TEXT (the extractor found no strong facts).",
+            "No facts tracked: pass --fact TEXT (the extractor found no strong facts and the "
+            "transcript marks no `forgot` failure).",
             style="dim",
         )
         return
     title = "Fact survival" + (
-        " (strong facts found in the transcript)" if report.facts_found else ""
+        " (strong facts and `forgot` markers found in the transcript)" if report.facts_found else ""
     )
     table = Table(title=title, title_justify="left")
     table.add_column("fact")
@@ -231,8 +296,27 @@ def render_survival(console: Console, report: ReplayReport) -> None:
             if first.stated_at_turn is not None
             else "-"
         )
-        table.add_row(Text(fact), Text(stated), *(fact_cell(r.facts[k]) for r in report.results))
-    console.print(table)
+        cells = [fact_cell(r.facts[k]) for r in report.results]
+        table.add_row(Text(fact), Text(stated), *cells)
+    if _fits(table, console.width):
+        console.print(table)
+        return
+    # too many strategies for the width: one block per fact, a strategy a line
+    console.print(title, style="italic")
+    for k, fact in enumerate(report.facts):
+        first = report.results[0].facts[k]
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        stated = (
+            "never stated"
+            if first.stated_at_turn is None
+            else (f"stated at turn {first.stated_at_turn} ({first.evidence_id})")
+        )
+        grid.add_row(Text(fact, style="bold"), Text(stated, style="dim"))
+        for r in report.results:
+            grid.add_row(Text("  " + r.name), fact_cell(r.facts[k]))
+        console.print(grid)
 
 
 VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}
