@@ -183,3 +183,60 @@ def test_replay_of_a_trace_simulates_at_the_recorded_size(width: int) -> None:
         cli(width, "replay", str(TRACE), "--strategy", "all", "--budget", "500", "--format", "json")
     )
     assert data["budget"] == 500
+
+
+# --- inspect-store ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_inspect_store_keeps_ids_whole_and_says_things_once(width: int) -> None:
+    args = [
+        "inspect-store",
+        "--chroma",
+        str(STORES / "mem0"),
+        "--facts-file",
+        str(FIXTURES / "longterm_facts.json"),
+    ]
+    out = cli(width, *args)
+    data = json.loads(cli(width, *args, "--format", "json"))
+    text = " ".join(out.split())
+    # every record id shown is whole (the first ids of each finding are shown)
+    shown = [i for f in data["findings"] for i in f["ids"][:4]]
+    assert shown and all(i in out for i in shown if " " not in i)
+    # every word of every message (and of the stores' reasons) is printed whole
+    printed = {t.strip("“”\"'()[]{},.;:!?…") for t in out.split()}
+    said = [f["message"] for f in data["findings"]] + [
+        s.get("retrieval_reason", "") for s in data["stores"]
+    ]
+    words = {t.strip("“”\"'()[]{},.;:!?…") for m in said for t in m.split()}
+    assert {w for w in words if len(w) < width - 12} <= printed
+    for line in out.splitlines():  # no UUID cut at a line end
+        for tok in line.split():
+            if tok.startswith("6d656d30"):
+                assert len(tok.strip(",")) == 36, line
+    # the advice shared by the five strong-fact findings is said once
+    advice = "retrieval may miss it, store it under an exact key"
+    assert sum(advice in f["message"] for f in data["findings"]) == 5
+    assert text.count(advice) == 1
+    # mem0's bookkeeping collection: one line of words, no row of Nones
+    assert "None" not in out.replace("embedding_function=None", "")
+    assert "mem0's own bookkeeping collection" in text
+    # never "embedding function none, retrieval checks available" in one breath
+    assert "embedding function none" not in text
+    assert "no embedding function persisted with the collection" in text
+    assert "retrieval not checked: the collection has no persisted embedding function" in text
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_inspect_store_names_the_model_it_checked_with(width: int, model_dir: Path) -> None:
+    out = cli(
+        width,
+        "inspect-store",
+        "--chroma",
+        str(STORES / "langchain"),
+        "--embedding-function",
+        "default",
+    )
+    text = " ".join(out.split())
+    assert "no embedding function persisted with the collection" in text
+    assert "retrieval checked with default" in text and "named by --embedding-function" in text

@@ -18,7 +18,6 @@ from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecor
 if TYPE_CHECKING:
     from memdiag.checks import CheckReport
     from memdiag.diagnosis.verdicts import Diagnosis
-    from memdiag.stores.audit import AuditReport
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
 
@@ -385,65 +384,3 @@ def render_checks(console: Console, report: CheckReport) -> None:
         f"{escape(report.spec)})",
         style=style,
     )
-
-
-SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
-
-
-def render_audit(console: Console, report: AuditReport) -> None:
-    """Stores, layer (memory tier) counts and findings of `memdiag inspect-store`."""
-    from memdiag.stores.audit import FactsFileSummary
-
-    stores = Table(title="Stores", title_justify="left")
-    for col in ("store", "what", "size", "details"):
-        stores.add_column(col, overflow="fold")
-    for s in report.stores:
-        if isinstance(s, FactsFileSummary):
-            collisions = len(s.normalization_collisions)
-            stores.add_row(
-                Text(s.location),
-                f"facts file ({s.shape})",
-                f"{s.keys} keys",
-                f"{s.superseded_values} superseded values, {collisions} key collisions",
-            )
-        else:
-            ef = s.embedding_function or "none"
-            retrieval = s.retrieval_checks
-            stores.add_row(
-                Text(f"{s.location} [{s.collection}]"),
-                f"chroma {s.mode}",
-                f"{s.count} records",
-                Text(
-                    (f"layout {s.layout.name} (text in {s.layout.text_from}), " if s.layout else "")
-                    + (
-                        f"{s.scope}: {s.records_read} read, {s.out_of_scope} other tenants' "
-                        "records left out, "
-                        if s.scope
-                        else ""
-                    )
-                    + f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
-                    f"retrieval checks {retrieval}"
-                    + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
-                    + "".join(f"\n{p}" for p in s.problems)
-                ),
-            )
-    console.print(stores)
-    console.print(
-        "layers: " + ", ".join(f"{tier} {n}" for tier, n in report.tiers.items()), style="bold"
-    )
-    if not report.findings:
-        console.print("No findings: the stores look clean.", style="green bold")
-        return
-    table = Table(title=f"Findings ({len(report.findings)})", title_justify="left")
-    for col in ("severity", "kind", "ids", "message"):
-        table.add_column(col, overflow="fold")
-    for f in report.findings:
-        table.add_row(
-            Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
-            f.kind,
-            Text(_ids(list(f.ids), 4)),
-            Text(f.message),
-        )
-    console.print(table)
-    counts = report.by_kind()
-    console.print(", ".join(f"{k} {n}" for k, n in counts.items() if n), style="bold")
