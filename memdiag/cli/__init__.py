@@ -225,6 +225,12 @@ def diagnose(
         from memdiag.stores.open import LongTermStores
 
         layers = fail_on_choices(fail_on, LAYERS, "layer")
+        if window.strategy == "all":
+            raise UsageError(
+                "--strategy all: diagnose judges under one strategy, and the what-if of each "
+                "diagnosis already says which strategy keeps the fact; choose sliding_window, "
+                "summary, scratchpad or observed (replay --strategy all shows them side by side)"
+            )
         settings = settings_from(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
@@ -237,7 +243,11 @@ def diagnose(
                 )
             failures, left_out = failures_from_probes(t, str(transcript))
             if left_out:
-                stderr().print(f"{left_out} QA item(s) without an answer (adversarial) left out")
+                from memdiag.render.words import plural
+
+                stderr().print(
+                    f"{plural(left_out, 'QA item')} without an answer (adversarial) left out"
+                )
         else:
             failures = failures_from(t, fact or (), at)
         with (
@@ -368,8 +378,11 @@ def convert(
             return
         with atomic_write(out) as fp:  # never leave a half-written file behind
             write_canonical(t, fp)
+        from memdiag.render.words import plural
+
         stderr().print(
-            f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}",
+            f"wrote {plural(len(t.messages), 'message')} in {plural(len(t.sessions), 'session')} "
+            f"to {out}",
             markup=False,
         )
 
@@ -383,13 +396,18 @@ def convert(
         "  memdiag check memdiag-checks.yaml --html report.html   (timeline of every case)\n\n"
         "  memdiag check memdiag-checks.yaml --format json > check.json\n\n"
         "Spec (paths are relative to the spec file):\n\n"
-        "  version: 1\n\n"
-        "  defaults: {model: gpt-4o, strategy: {name: sliding_window, budget: 2000}}\n\n"
-        "  cases:\n\n"
-        "    - name: allergy stays pinned\n\n"
-        "      transcript: chat.jsonl\n\n"
-        "      strategy: {name: scratchpad, budget: 800}\n\n"
-        "      expect: [{kept: allergic to peanuts, at_turn: 40}]\n\n"
+        "\b\n"  # click: keep these lines as they are (YAML: the indentation is the structure)
+        "  version: 1\n"
+        "  defaults:\n"
+        "    model: gpt-4o\n"
+        "    strategy: {name: sliding_window, budget: 2000}\n"
+        "  cases:\n"
+        "    - name: allergy stays pinned\n"
+        "      transcript: chat.jsonl\n"
+        "      strategy: {name: scratchpad, budget: 800}\n"
+        "      expect:\n"
+        "        - kept: allergic to peanuts\n"
+        "          at_turn: 40\n\n"
         "Expectations: kept / lost (at_turn, kept_by), verdict / in_layer (fact, at_turn; default "
         "every `forgot` marker), fact_key (equals), max_findings {kind: n}. With "
         "GITHUB_ACTIONS=true each failure is also printed as a ::error annotation."

@@ -370,7 +370,9 @@ def render_checks(console: Console, report: CheckReport) -> None:
         else:
             line.append("✗ ", style="bold red")
         line.append(case.name)
-        line.append(f"  {case.expectations} expectation(s), {case.duration_s:.2f}s", style="dim")
+        line.append(
+            f"  {_count(case.expectations, 'expectation')}, {case.duration_s:.2f}s", style="dim"
+        )
         console.print(line, soft_wrap=True)
         for failure, at in zip(case.failures, case.failure_lines, strict=True):
             detail = Text("    ")
@@ -380,7 +382,7 @@ def render_checks(console: Console, report: CheckReport) -> None:
             console.print(detail, soft_wrap=True)
     style = "bold green" if report.failed == 0 else "bold red"
     console.print(
-        f"{report.passed} passed, {report.failed} failed ({len(report.cases)} case(s) in "
+        f"{report.passed} passed, {report.failed} failed ({_count(len(report.cases), 'case')} in "
         f"{escape(report.spec)})",
         style=style,
     )

@@ -10,7 +10,6 @@ threshold (docs: the README's "diagnose" section explains the threshold).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -70,6 +69,8 @@ def is_data(text: str) -> bool:
     s = text.strip()
     if not s or s[0] not in "[{":
         return False
+    import json
+
     try:
         json.loads(s)
     except ValueError:
