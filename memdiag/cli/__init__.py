@@ -265,10 +265,13 @@ def diagnose(
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
             from memdiag.render.report.build import diagnose_document
+            from memdiag.render.words import diagnosis_lines, lines_to_dicts
             from memdiag.stores.open import profile_memory
 
             dicts = [d.to_dict() for d in diagnoses]
-            write_html(html, diagnose_document(t, settings, dicts, profile_memory(settings)))
+            lines = [lines_to_dicts(diagnosis_lines(d)) for d in diagnoses]
+            memory = profile_memory(settings)
+            write_html(html, diagnose_document(t, settings, dicts, memory, lines))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)

@@ -48,6 +48,7 @@ class Line:
     value: str
     quote: str | None = None
     style: str = ""
+    id: str | None = None  # the message the value starts with (the report links it)
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -108,6 +109,7 @@ def evidence_lines(d: Diagnosis) -> list[Line]:
                     f"{e.id}, turn {e.turn} of session {e.session}, {e.method} {e.score:.2f}, "
                     "below the threshold:",
                     clip(e.text),
+                    id=e.id,
                 )
             )
         return lines
@@ -120,7 +122,9 @@ def evidence_lines(d: Diagnosis) -> list[Line]:
         if len(sessions) > 1 and e.session != current:
             where += f" of session {e.session}"
         current = e.session
-        lines.append(Line("evidence" if not k else "", f"{where} ({_method(e)}):", clip(e.text)))
+        lines.append(
+            Line("evidence" if not k else "", f"{where} ({_method(e)}):", clip(e.text), id=e.id)
+        )
     hidden = len(d.evidence) - len(shown)
     if hidden:
         lines.append(
@@ -270,8 +274,12 @@ def store_lines(det: Details) -> list[Line]:
 
 
 def lines_to_dicts(lines: Sequence[Line]) -> list[dict[str, str]]:
-    """The rows for the HTML report's cards (label, value, quote)."""
-    return [
-        {"label": ln.label, "value": ln.value, **({"quote": ln.quote} if ln.quote else {})}
-        for ln in lines
-    ]
+    """The rows for the HTML report's cards (label, value, and quote, style, id when set)."""
+    out = []
+    for ln in lines:
+        row = {"label": ln.label, "value": ln.value}
+        row.update(
+            {k: v for k, v in (("quote", ln.quote), ("style", ln.style), ("id", ln.id)) if v}
+        )
+        out.append(row)
+    return out
