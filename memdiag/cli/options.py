@@ -62,7 +62,8 @@ StrategyOpt = Annotated[
         "--strategy",
         "-s",
         help="sliding_window, summary, scratchpad, observed (the windows a trace recorded), "
-        "or all (side by side; observed included when the trace recorded windows).",
+        "or all (replay only: side by side; observed included when the trace recorded "
+        "windows).",
     ),
 ]
 MaxTurnsOpt = Annotated[

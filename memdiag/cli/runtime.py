@@ -178,7 +178,9 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
     for w in transcript.warnings[:20]:  # they quote the input: literal text, clipped
         err.print(f"[yellow]warning:[/] {literal(clip(w, 300))}", highlight=False)
     if transcript.skipped:
-        err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
+        from memdiag.render.words import plural
+
+        err.print(f"[yellow]skipped {plural(transcript.skipped, 'invalid line')}[/]")
     return transcript
 
 

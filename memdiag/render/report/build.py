@@ -76,11 +76,15 @@ def cause_of(report: ReplayReport, strategy: str, fact_index: int, turn: int) ->
 
 
 def diagnosis_cards(
-    report: ReplayReport, diagnoses: Sequence[Mapping[str, Any]], default_strategy: str
+    report: ReplayReport,
+    diagnoses: Sequence[Mapping[str, Any]],
+    default_strategy: str,
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One card per diagnosis (its JSON as `diagnose --format json` writes it)."""
+    """One card per diagnosis (its JSON as `diagnose --format json` writes it), with its rows
+    of words (``memdiag.render.words``) when given."""
     cards = []
-    for d in diagnoses:
+    for n, d in enumerate(diagnoses):
         details = d.get("details") or {}
         strategy = details.get("strategy") or default_strategy
         k = report.facts.index(d["fact"]) if d["fact"] in report.facts else None
@@ -97,6 +101,7 @@ def diagnosis_cards(
                 "strategy": strategy,
                 "cause_turn": cause_turn,
                 "cause": cause,
+                **({"lines": [dict(x) for x in lines[n]]} if lines is not None else {}),
             }
         )
     return cards
@@ -108,6 +113,7 @@ def diagnose_run(
     diagnoses: Sequence[Mapping[str, Any]],
     memory: tuple[str, int] = ("", 0),
     name: str | None = None,
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
 ) -> dict[str, Any]:
     """One run of a diagnose (or check) report: the replay of every strategy and the cards."""
     facts = list(dict.fromkeys(str(d["fact"]) for d in diagnoses))
@@ -118,7 +124,7 @@ def diagnose_run(
     }
     report, recorder = replay_for_report(transcript, settings, facts, evidence, memory)
     strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
-    cards = diagnosis_cards(report, diagnoses, strategy)
+    cards = diagnosis_cards(report, diagnoses, strategy, lines)
     return run_data(
         report,
         recorder,
@@ -134,7 +140,9 @@ def diagnose_document(
     settings: Settings,
     diagnoses: Sequence[Mapping[str, Any]],
     memory: tuple[str, int] = ("", 0),
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
 ) -> dict[str, Any]:
-    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline."""
-    run = diagnose_run(transcript, settings, diagnoses, memory)
+    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline, each with
+    the rows of words the console shows (``lines``, one list per diagnosis)."""
+    run = diagnose_run(transcript, settings, diagnoses, memory, lines=lines)
     return document("diagnose", "memdiag diagnose", [run])
