@@ -10,6 +10,7 @@ window tokens and misleads the diagnosis, a missed one only leaves the fact to t
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import itertools
 import re
@@ -143,6 +144,18 @@ class Extractor:
             if rule.multi is not None:
                 (multi.add if rule.multi else multi.discard)(rule.field)
         self.multi_fields: frozenset[str] = frozenset(multi)
+        self._memo: dict[str, list[Extraction]] | None = None
+
+    def memoized(self) -> Extractor:
+        """This extractor with a memo of ``extract`` by text, for the work of one run.
+
+        A replay extracts the same texts more than once (the strong facts it tracks, the
+        scratchpad's pins, the summarizer's sentences, every what-if replay): with the memo each
+        distinct text is read once per run (docs/engine.md). Same answers as ``extract``.
+        """
+        twin = copy.copy(self)
+        twin._memo = {}
+        return twin
 
     def is_multi(self, field_name: str) -> bool:
         """Whether values of ``field_name`` accumulate rather than overwrite."""
@@ -251,6 +264,15 @@ class Extractor:
         """Every value the rules find in ``text``, deduplicated by (field, value)."""
         if not text:
             return []
+        memo = self._memo
+        if memo is None:
+            return self._extract(text)
+        found = memo.get(text)
+        if found is None:
+            found = memo[text] = self._extract(text)
+        return list(found) if found else []  # a copy: the caller may change its list
+
+    def _extract(self, text: str) -> list[Extraction]:
         folded = text.casefold()
         run = set(self._always)
         for k in self._keywords:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, fold, match
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
-from memdiag.strategies.base import Fit, PinChange, Strategy
+from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
@@ -91,6 +91,7 @@ class ReplayContext:
     memory_tokens: int = 0  # injected long-term memories, every turn
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: list[tuple[int, str]] = field(default_factory=list, repr=False)
 
     @property
@@ -205,7 +206,7 @@ def replay(
     t = rctx.transcript
     msgs = t.messages
     budget = rctx.budget
-    sctx = StrategyContext(t, rctx.costs, rctx.counter)
+    sctx = StrategyContext(t, rctx.costs, rctx.counter, rctx.memo)
     strategy: Strategy = make_strategy(strategy_name, sctx, rctx.settings, budget)
     priming = rctx.counter.overhead.reply_priming
     tracker = _FactTracker(facts, rctx)
@@ -436,7 +437,7 @@ def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]
     return [name]
 
 
-def auto_facts(transcript: Transcript) -> list[str]:
+def auto_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]:
     """Strong facts stated by the user, worded as the scratchpad pins them (deduplicated).
 
     "allergic to peanuts", "花生过敏", "time zone UTC+8"; a name is tracked by itself ("Mia"),
@@ -444,7 +445,8 @@ def auto_facts(transcript: Transcript) -> list[str]:
     """
     from memdiag.extract import default_extractor
 
-    ex = default_extractor()
+    # the run's memoized extractor: the scratchpad reads the same user messages again
+    ex = default_extractor() if memo is None else memo.extractor(None)
     seen: dict[str, None] = {}
     for m in transcript.messages:
         if m.role != "user":
@@ -479,7 +481,7 @@ def run(
     """
     rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     found = not facts
-    tracked = list(facts) if facts else auto_facts(transcript)
+    tracked = list(facts) if facts else auto_facts(transcript, rctx.memo)
     results = [
         replay(rctx, name, tracked, progress=progress, observe=observe(name) if observe else None)
         for name in strategy_names(settings.strategy, transcript)
