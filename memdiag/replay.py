@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, fold, match
+from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens
@@ -92,21 +92,27 @@ class ReplayContext:
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
-    _folded_texts: list[tuple[int, str]] = field(default_factory=list, repr=False)
+    _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
+    _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
 
     @property
     def budget(self) -> int:
         return self.settings.effective_budget()
 
     def evidence_of(self, fact: str) -> tuple[int, ...]:
-        """Indices of the messages that state ``fact`` (searched once per run and fact)."""
+        """Indices of the messages that state ``fact`` (searched once per run and fact).
+
+        The run's term index names the few messages that can state it; ``match`` judges those.
+        """
         found = self._evidence.get(fact)
         if found is None:
             msgs = self.transcript.messages
             folded = self._folded()
+            keys = self._index().candidates(fact, FUZZY_THRESHOLD)
+            pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
             found = tuple(
                 i
-                for i, text in folded
+                for i, text in pairs
                 if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text)
             )
             self._evidence[fact] = found
@@ -116,15 +122,21 @@ class ReplayContext:
         """Evidence found another way (semantic search) for a fact whose words do not match."""
         self._evidence[fact] = tuple(sorted(set(indices)))
 
-    def _folded(self) -> list[tuple[int, str]]:
-        """(index, folded text) of every message that can be evidence, computed once per run."""
+    def _folded(self) -> dict[int, str]:
+        """Folded text of every message that can be evidence, by index, computed once per run."""
         if not self._folded_texts:
-            self._folded_texts.extend(
+            self._folded_texts.update(
                 (m.index, fold(m.content))
                 for m in self.transcript.messages
                 if m.role in EVIDENCE_ROLES
             )
         return self._folded_texts
+
+    def _index(self) -> TermIndex:
+        """The term index of those messages, built once per run (docs/engine.md)."""
+        if not self._term_index:
+            self._term_index.append(TermIndex(self._folded().items()))
+        return self._term_index[0]
 
     def with_budget(self, budget: int) -> ReplayContext:
         """The same counts and evidence under another budget (for what-if searches)."""
@@ -360,17 +372,22 @@ class _FactTracker:
                 reason.setdefault(k, "summarized_away")
         if fit.summary_changed or fit.pinned_changed:
             view = strategy.view()
+            # each text folded once for all the facts (match would fold it once per fact)
+            summary = fold(view.summary) if fit.summary_changed else ""
+            pinned = fold(view.pinned) if fit.pinned_changed else ""
             for k, fact in enumerate(self.facts):
                 if fit.summary_changed:
                     was = self.in_summary[k]
-                    self.in_summary[k] = (
-                        bool(view.summary) and match(fact, view.summary) is not None
+                    self.in_summary[k] = bool(view.summary) and (
+                        match(fact, view.summary, folded=summary) is not None
                     )
                     if was and not self.in_summary[k]:
                         reason.setdefault(k, "summarized_away")
                 if fit.pinned_changed:
                     was = self.pinned[k]
-                    self.pinned[k] = bool(view.pinned) and match(fact, view.pinned) is not None
+                    self.pinned[k] = bool(view.pinned) and (
+                        match(fact, view.pinned, folded=pinned) is not None
+                    )
                     if was and not self.pinned[k]:
                         reason.setdefault(k, "unpinned")
         for k, st in enumerate(self.state):

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from memdiag.config import Settings
 from memdiag.extract import default_extractor
-from memdiag.replay import prepare, replay
+from memdiag.facts import TermIndex, fold, match
+from memdiag.replay import EVIDENCE_ROLES, prepare, replay
 from memdiag.strategies.base import RunMemo
 from memdiag.strategies.summarizers import ExtractiveSummarizer
 from memdiag.tokens import TokenCounter
@@ -66,3 +67,30 @@ def test_a_run_memo_replays_as_fresh_work(transcript, budget, name):
     assert again.turns == fresh.turns
     assert again.facts == fresh.facts
     assert isinstance(rctx.memo, RunMemo) and rctx.memo.extractors
+
+
+FACTS = st.sampled_from(
+    ["allergic to peanuts", "Mia", "花生过敏", "window seat", "never book red-eye flights", "I am"]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.lists(FACTS | TEXT, min_size=1, max_size=4))
+def test_term_index_finds_the_evidence_of_matching_every_message(transcript, facts):
+    rctx = prepare(transcript, Settings(budget=300))
+    for fact in facts:
+        direct = tuple(
+            m.index
+            for m in transcript.messages
+            if m.role in EVIDENCE_ROLES and match(fact, m.content) is not None
+        )
+        assert rctx.evidence_of(fact) == direct
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=30), min_size=1, max_size=10), TEXT | st.text(max_size=8))
+def test_term_index_holding_is_substring_search(texts, term):
+    folded = [fold(t) for t in texts]
+    index = TermIndex(enumerate(folded))
+    if term and "\0" not in term:
+        assert index.holding(term) == tuple(n for n, t in enumerate(folded) if term in t)
