@@ -147,12 +147,8 @@ class Extractor:
         self._memo: dict[str, list[Extraction]] | None = None
 
     def memoized(self) -> Extractor:
-        """This extractor with a memo of ``extract`` by text, for the work of one run.
-
-        A replay extracts the same texts more than once (the strong facts it tracks, the
-        scratchpad's pins, the summarizer's sentences, every what-if replay): with the memo each
-        distinct text is read once per run (docs/engine.md). Same answers as ``extract``.
-        """
+        """This extractor with a memo of ``extract`` by text: one run reads each distinct text
+        once, whichever strategy or replay asks (docs/engine.md). Same answers."""
         twin = copy.copy(self)
         twin._memo = {}
         return twin
@@ -262,14 +258,10 @@ class Extractor:
 
     def extract(self, text: str) -> list[Extraction]:
         """Every value the rules find in ``text``, deduplicated by (field, value)."""
-        if not text:
-            return []
-        memo = self._memo
-        if memo is None:
-            return self._extract(text)
-        found = memo.get(text)
-        if found is None:
-            found = memo[text] = self._extract(text)
+        if not text or self._memo is None:
+            return self._extract(text) if text else []
+        if (found := self._memo.get(text)) is None:
+            found = self._memo[text] = self._extract(text)
         return list(found) if found else []  # a copy: the caller may change its list
 
     def _extract(self, text: str) -> list[Extraction]:

@@ -12,7 +12,7 @@ import bisect
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -63,8 +63,12 @@ def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     return words, frozenset(grams)
 
 
+_fact_norm = lru_cache(maxsize=4096)(normalize)  # a fact is matched against many texts
+
+
 @lru_cache(maxsize=16)  # the same summary/pinned text is matched against every tracked fact
 def text_terms(text: str) -> tuple[frozenset[str], str]:
+    """(content word stems, normalized text) of a text: what :func:`match` compares."""
     norm = normalize(text)
     if norm.isascii():  # no word of it can hold CJK: has_cjk need not run once per word
         return frozenset(stem(w) for w in _WORD.findall(norm)), norm
@@ -73,15 +77,20 @@ def text_terms(text: str) -> tuple[frozenset[str], str]:
 
 
 def match(
-    fact: str, text: str, threshold: float = FUZZY_THRESHOLD, folded: str | None = None
+    fact: str,
+    text: str,
+    threshold: float = FUZZY_THRESHOLD,
+    folded: str | None = None,
+    terms: Callable[[str], tuple[frozenset[str], str]] = text_terms,
 ) -> Match | None:
     """How well ``text`` states ``fact``; None below ``threshold``.
 
-    ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts).
+    ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts);
+    ``terms`` gives :func:`text_terms` of the text (a run keeps them for all its messages).
     """
     words, grams = fact_terms(fact)
     total = len(words) + len(grams)
-    nf = normalize(fact)
+    nf = _fact_norm(fact)
     if not nf:
         return None
     # Cheap upper bound first: a term that matches is a substring of the folded text. Most
@@ -95,7 +104,7 @@ def match(
             return None
     elif nf not in folded:
         return None
-    tw, nt = text_terms(text)
+    tw, nt = terms(text)
     if nf in nt:
         return Match(1.0, "exact")
     if total == 0:

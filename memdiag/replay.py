@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match
+from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens
@@ -94,6 +94,7 @@ class ReplayContext:
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
+    _message_terms: dict[str, tuple[frozenset[str], str]] = field(default_factory=dict, repr=False)
 
     @property
     def budget(self) -> int:
@@ -110,10 +111,11 @@ class ReplayContext:
             folded = self._folded()
             keys = self._index().candidates(fact, FUZZY_THRESHOLD)
             pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
+            terms = self._terms_of
             found = tuple(
                 i
                 for i, text in pairs
-                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text)
+                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text, terms=terms)
             )
             self._evidence[fact] = found
         return found
@@ -131,6 +133,13 @@ class ReplayContext:
                 if m.role in EVIDENCE_ROLES
             )
         return self._folded_texts
+
+    def _terms_of(self, text: str) -> tuple[frozenset[str], str]:
+        """``text_terms`` of a message's text, kept for the run: many facts match one message."""
+        found = self._message_terms.get(text)
+        if found is None:
+            found = self._message_terms[text] = text_terms(text)
+        return found
 
     def _index(self) -> TermIndex:
         """The term index of those messages, built once per run (docs/engine.md)."""
@@ -325,6 +334,7 @@ class _FactTracker:
         self.in_summary = [False] * len(self.facts)
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
+        self.first = True  # no turn evaluated yet
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -355,6 +365,7 @@ class _FactTracker:
             self.in_summary = [False] * len(self.facts)
             self.pinned = [False] * len(self.facts)
         arrived: set[int] = set()
+        flipped: set[int] = set()
         for i in entered:
             for k in self.evidence.get(i, ()):
                 self.in_window[k] += 1
@@ -381,6 +392,8 @@ class _FactTracker:
                     self.in_summary[k] = bool(view.summary) and (
                         match(fact, view.summary, folded=summary) is not None
                     )
+                    if was != self.in_summary[k]:
+                        flipped.add(k)
                     if was and not self.in_summary[k]:
                         reason.setdefault(k, "summarized_away")
                 if fit.pinned_changed:
@@ -388,9 +401,16 @@ class _FactTracker:
                     self.pinned[k] = bool(view.pinned) and (
                         match(fact, view.pinned, folded=pinned) is not None
                     )
+                    if was != self.pinned[k]:
+                        flipped.add(k)
                     if was and not self.pinned[k]:
                         reason.setdefault(k, "unpinned")
-        for k, st in enumerate(self.state):
+        # only a fact whose evidence, summary or pins changed this turn can change (all of them
+        # at the first turn): O(events) per turn, not O(facts)
+        touched = range(len(self.state)) if self.first else {*reason, *arrived, *flipped}
+        self.first = False
+        for k in touched:
+            st = self.state[k]
             kept = (
                 self.in_window[k] > 0 or self.in_summary[k] or self.pinned[k] or self.in_memory[k]
             )

@@ -216,6 +216,7 @@ def diagnose(
         from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
+        from memdiag.replay import ReplayContext
         from memdiag.stores.open import LongTermStores
 
         layers = fail_on_choices(fail_on, LAYERS, "layer")
@@ -240,8 +241,16 @@ def diagnose(
         ):
             # a trace's own windows are the truth unless a simulated strategy is asked for
             observed = window.strategy in (None, "observed")
+            kept: list[ReplayContext] = []  # the diagnosis's replay context, for --html
             diagnoses = run_diagnose(
-                t, settings, failures, opened, progress=tick, observed=observed, cache=not no_cache
+                t,
+                settings,
+                failures,
+                opened,
+                progress=tick,
+                observed=observed,
+                cache=not no_cache,
+                keep=kept if html is not None else None,
             )
             store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):
@@ -252,7 +261,9 @@ def diagnose(
             from memdiag.stores.open import profile_memory
 
             dicts = [d.to_dict() for d in diagnoses]
-            write_html(html, diagnose_document(t, settings, dicts, profile_memory(settings)))
+            memory = profile_memory(settings)
+            context = kept[0] if kept else None
+            write_html(html, diagnose_document(t, settings, dicts, memory, context))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)
