@@ -223,6 +223,7 @@ def diagnose(
         from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
+        from memdiag.replay import ReplayContext
         from memdiag.stores.open import LongTermStores
 
         layers = fail_on_choices(fail_on, LAYERS, "layer")
@@ -257,8 +258,16 @@ def diagnose(
         ):
             # a trace's own windows are the truth unless a simulated strategy is asked for
             observed = window.strategy in (None, "observed")
+            kept: list[ReplayContext] = []  # the diagnosis's replay context, for --html
             diagnoses = run_diagnose(
-                t, settings, failures, opened, progress=tick, observed=observed, cache=not no_cache
+                t,
+                settings,
+                failures,
+                opened,
+                progress=tick,
+                observed=observed,
+                cache=not no_cache,
+                keep=kept if html is not None else None,
             )
             store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):
@@ -272,7 +281,8 @@ def diagnose(
             dicts = [d.to_dict() for d in diagnoses]
             lines = [lines_to_dicts(diagnosis_lines(d)) for d in diagnoses]
             memory = profile_memory(settings)
-            write_html(html, diagnose_document(t, settings, dicts, memory, lines))
+            context = kept[0] if kept else None
+            write_html(html, diagnose_document(t, settings, dicts, memory, lines, context))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)
