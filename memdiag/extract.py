@@ -23,6 +23,8 @@ from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.text import (
+    ENTITY_LINE,
+    PERSON_TYPES,
     LazyPattern,
     as_first_person,
     has_cjk,
@@ -236,6 +238,16 @@ class Extractor:
         states nothing the rules recognize. Odd metadata types are ignored, never an error.
         """
         found = self.extract(as_first_person(text)) if text else []
+        if text and "(" in text:
+            # CrewAI's entity memory names a person: "Mia Lopez(Person): ..." states a name
+            entity = ENTITY_LINE.match(text)
+            if entity is not None and entity.group("type").strip().lower() in PERSON_TYPES:
+                name = " ".join(entity.group("name").split())
+                if name and not any(e.field == "name" for e in found):
+                    span = entity.span("name")
+                    found.insert(
+                        0, Extraction("name", name, self.is_strong("name"), span, "entity")
+                    )
         meta = metadata or {}
         key = _first_text(meta, SUBJECT_KEYS)
         if key is not None:
