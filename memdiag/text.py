@@ -526,6 +526,16 @@ def mask_non_statements(text: str) -> str:
     return text if chars is None else "".join(chars)
 
 
+_WORDS = re.compile(r"[^\W_]")
+
+
+def states_something(text: str) -> bool:
+    """Whether anything of ``text`` is left once questions, hypotheticals and quotes of others
+    are blanked (``mask_non_statements``): "Can I pick seats when I check in?" states nothing,
+    "I'm allergic to peanuts, can you suggest a snack?" states the allergy."""
+    return _WORDS.search(mask_non_statements(text)) is not None
+
+
 _NEGATION_BEFORE = re.compile(
     r"(?:\b(?:not|never|no longer|no need to|n't|don't|doesn't|didn't|won't|can't|cannot)\b|n't\b|"
     r"[不没别])[^,，.。;；:：!！?？]*$",

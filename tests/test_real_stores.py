@@ -466,7 +466,10 @@ VERDICTS = {
 
 
 @pytest.mark.parametrize("store", sorted(REAL))
-def test_long_term_verdicts_of_planted_failures(store: str, tmp_path: Path) -> None:
+def test_long_term_verdicts_of_planted_failures(
+    store: str, tmp_path: Path, model_dir: Path
+) -> None:
+    """Retrieval verdicts embed each query with the real MiniLM (skipped without it)."""
     before = tree_digest(STORES / store)
     config = tmp_path / "memdiag.yaml"
     config.write_text("store:\n  inject_max_tokens: 120\n", encoding="utf-8")
@@ -601,7 +604,9 @@ def test_newer_mem0_text_key_is_read(tmp_path: Path) -> None:
     assert r.data.documents == ["Lives in Berlin", "Is vegetarian"]
 
 
-def test_diagnose_never_queries_an_older_mem0_bookkeeping_collection(tmp_path: Path) -> None:
+def test_diagnose_never_queries_an_older_mem0_bookkeeping_collection(
+    tmp_path: Path, model_dir: Path
+) -> None:
     """Older mem0 kept a 1536-d placeholder in mem0migrations beside 384-d memories."""
     import chromadb
     from chromadb.config import Settings
@@ -628,7 +633,7 @@ def test_diagnose_never_queries_an_older_mem0_bookkeeping_collection(tmp_path: P
     assert {d["at_turn"]: d["verdict"] for d in out["diagnoses"]}[8] == "in_context"
 
 
-def test_check_spec_scopes_a_mem0_store(tmp_path: Path) -> None:
+def test_check_spec_scopes_a_mem0_store(tmp_path: Path, model_dir: Path) -> None:
     """`memdiag check` takes the same store settings: a CI case on one user of a mem0 store."""
     from typer.testing import CliRunner
 
