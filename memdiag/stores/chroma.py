@@ -413,31 +413,15 @@ class ChromaStore:
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
         """The function that embeds queries for ``name``, or (None, why and what would fit).
 
-        The persisted one when it runs offline; for a collection that persisted none, the one
-        named by ``--embedding-function`` (checked against the stored dimension), or the model
-        at hand whose vectors reproduce the stored ones (``identify_model``). Memoized.
+        The persisted one when it runs offline; else the one named by ``--embedding-function``
+        (checked against the stored dimension), or the one at hand that reproduces the stored
+        vectors (``identify_model``). Memoized.
         """
-        from memdiag.stores.embedding_names import resolve_for_collection
+        from memdiag.stores.embedding_names import for_store
 
-        if name in self._functions:  # identifying the model embeds records: once per collection
-            return self._functions[name]
-        col = self._collection(name)
-        config = self._call(
-            f"cannot read the configuration of {name!r}", lambda: col.configuration_json
-        )
-
-        def sample() -> tuple[list[str], Any]:
-            data = self.memories(name).data
-            rows = [i for i, d in enumerate(data.documents) if d and d.strip()]
-            rows = rows[:5]
-            emb = data.embeddings
-            return [data.documents[i] or "" for i in rows], None if emb is None else emb[rows]
-
-        found = resolve_for_collection(
-            config, lambda: self.collection_info(name).dimension, name, self.options, sample
-        )
-        self._functions[name] = found
-        return found
+        if name not in self._functions:  # identifying the model embeds records: once
+            self._functions[name] = for_store(self, name)
+        return self._functions[name]
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
         """Chroma's own nearest-neighbour query for one vector: its ranks and distances."""

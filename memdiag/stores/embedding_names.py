@@ -161,6 +161,28 @@ IDENTIFY_RECORDS = 5
 Sample = Callable[[], tuple[list[str], Any]]  # stored texts and their vectors (n, dim)
 
 
+def for_store(store: Any, name: str) -> tuple[Any | None, str]:
+    """``resolve_for_collection`` for collection ``name`` of a ``ChromaStore``."""
+    col = store._collection(name)
+    config = store._call(
+        f"cannot read the configuration of {name!r}", lambda: col.configuration_json
+    )
+    return resolve_for_collection(
+        config,
+        lambda: store.collection_info(name).dimension,
+        name,
+        store.options,
+        lambda: stored_sample(store.memories(name).data),
+    )
+
+
+def stored_sample(data: Any) -> tuple[list[str], Any]:
+    """The first ``IDENTIFY_RECORDS`` records with text of a collection, and their vectors."""
+    rows = [i for i, d in enumerate(data.documents) if d and d.strip()][:IDENTIFY_RECORDS]
+    emb = data.embeddings
+    return [data.documents[i] or "" for i in rows], None if emb is None else emb[rows]
+
+
 def identify_model(sample: Sample, dimension: int | None) -> tuple[Any | None, str]:
     """The offline model that made the stored vectors, or (None, what was tried).
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memdiag.config import Settings
     from memdiag.stores.chroma import ChromaStore
+    from memdiag.stores.documents import DocumentStore
     from memdiag.stores.facts_file import FactEntry, FactsFile
     from memdiag.stores.layouts import ReadOptions
     from memdiag.tokens import TokenCounter
@@ -34,6 +35,7 @@ class LongTermStores:
     facts: FactsFile | None
     chroma: ChromaStore | None
     collection: str | None
+    memory: DocumentStore | None = None  # --store: a memory-store file (stores.documents)
 
     @classmethod
     def open(
@@ -42,9 +44,11 @@ class LongTermStores:
         chroma: str | None,
         collection: str | None,
         options: ReadOptions | None = None,
+        memory_store: str | None = None,
     ) -> LongTermStores:
         facts = None
         store = None
+        memory = None
         if facts_file:
             from memdiag.stores.facts_file import load_facts_file
 
@@ -53,7 +57,11 @@ class LongTermStores:
             from memdiag.stores.chroma import open_chroma
 
             store = open_chroma(chroma, options)
-        return cls(facts, store, collection)
+        if memory_store:
+            from memdiag.stores.documents import open_store
+
+            memory = open_store(memory_store, options)
+        return cls(facts, store, collection, memory)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LongTermStores:
@@ -63,7 +71,7 @@ class LongTermStores:
         s = settings.store
         # one tenant of a multi-user store; the model of a collection that persisted none
         options = ReadOptions(Scope(s.user_id, s.agent_id, s.run_id), s.embedding_function)
-        return cls.open(s.facts_file, s.chroma, s.collection, options)
+        return cls.open(s.facts_file, s.chroma, s.collection, options, s.memory_store)
 
     def close(self) -> None:
         if self.chroma is not None:
@@ -77,7 +85,7 @@ class LongTermStores:
 
     @property
     def empty(self) -> bool:
-        return self.facts is None and self.chroma is None
+        return self.facts is None and self.chroma is None and self.memory is None
 
     def checked(self) -> list[str]:
         out = []
@@ -87,6 +95,8 @@ class LongTermStores:
             out.append(
                 f"chroma {self.chroma.spec}" + (f" [{self.collection}]" if self.collection else "")
             )
+        if self.memory is not None:
+            out.append(f"{self.memory.layout.name} store {self.memory.spec}")
         return out
 
     # -- profile injection -------------------------------------------------------------------

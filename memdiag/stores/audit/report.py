@@ -86,7 +86,8 @@ class FactsFileSummary:
 
 @dataclass(frozen=True)
 class ChromaCollectionSummary:
-    """One Chroma collection an audit read (JSON ``"type": "chroma"``)."""
+    """One Chroma collection an audit read (JSON ``"type": "chroma"``), or the one collection
+    of a memory-store file (``"type": "store"``, ``mode`` ``file``; docs/stores.md)."""
 
     location: str
     mode: str  # directory | server
@@ -104,7 +105,8 @@ class ChromaCollectionSummary:
     out_of_scope: int = 0  # records of other tenants, not audited
     scope: str | None = None  # "user_id=mia" when --user-id narrowed the collection
     problems: tuple[str, ...] = ()  # records that could not be read, one line each
-    type: Literal["chroma"] = "chroma"
+    # "store": a memory-store file (--store: MCP memory graph, LangGraph, Agno, CrewAI)
+    type: Literal["chroma", "store"] = "chroma"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``stores[]`` entry of ``inspect-store --format json``."""

@@ -1,0 +1,179 @@
+"""Memory-store files as their libraries write them, through ``inspect-store --store``.
+
+fixtures/stores/: mcp_memory (the MCP reference memory server, driven over stdio MCP:
+make_mcp_memory.py), langgraph (SqliteStore and InMemoryStore items: make_langgraph.py), agno
+(JsonDb user memories: make_agno.py), crewai (long_term_memory_storage.db: make_crewai.py).
+Each asserts its planted findings exactly, and the files' bytes unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memdiag.cli import app
+from tests.conftest import FIXTURES
+from tests.test_json_contract import validate
+
+STORES = FIXTURES / "stores"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def audit(path: Path, *args: str) -> dict[str, Any]:
+    before = digest(path)
+    result = run("inspect-store", "--store", str(path), *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert digest(path) == before  # read-only: the bytes are unchanged
+    return validate("inspect-store", result.stdout)  # the published JSON Schema
+
+
+def findings(report: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    return sorted((f["kind"], f["severity"], sorted(f["ids"])) for f in report["findings"])
+
+
+MIA = "Mia Lopez#"
+MCP_FINDINGS = sorted(
+    [
+        ("conflict", "error", [MIA + "2", MIA + "7"]),  # Berlin, then Lisbon (undated)
+        ("conflict", "error", [MIA + "3", MIA + "8"]),  # UTC+1, UTC+0
+        ("duplicate", "warning", [MIA + "4", MIA + "6"]),  # the window seat, in other words
+        ("strong_fact_in_vector_store", "warning", [MIA + "0"]),  # name
+        ("strong_fact_in_vector_store", "warning", [MIA + "1"]),  # allergy
+        ("strong_fact_in_vector_store", "warning", [MIA + "3"]),
+        ("strong_fact_in_vector_store", "warning", [MIA + "5"]),  # the Kyoto rule
+        ("strong_fact_in_vector_store", "warning", [MIA + "8"]),
+        ("strong_fact_in_vector_store", "warning", [MIA + "9"]),  # metric units
+        ("missing_metadata", "info", sorted([MIA + str(k) for k in range(10)] + ["Tom Becker#0"])),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", ["memory.jsonl", "read_graph.json"])
+def test_mcp_memory_graph(name: str) -> None:
+    report = audit(STORES / "mcp_memory" / name)
+    (entry,) = report["stores"]
+    assert (entry["type"], entry["mode"], entry["layout"]["name"]) == (
+        "store",
+        "file",
+        "mcp-memory",
+    )
+    assert entry["records_read"] == 11 and entry["retrieval_checks"] == "skipped"
+    assert findings(report) == MCP_FINDINGS
+    messages = [f["message"] for f in report["findings"]]
+    # the entity is the subject: Mia's cities conflict, Tom's Paris joins nothing
+    assert (
+        "location of Mia Lopez: the store holds different values: 'Berlin' (undated); "
+        "'Lisbon' (undated); without timestamps nothing tells which is current"
+    ) in messages
+    assert not any("Paris" in m for m in messages)
+
+
+LG = "memories/mia/"
+LANGGRAPH_FINDINGS = sorted(
+    [
+        ("conflict", "error", [LG + "home", LG + "home-new"]),
+        ("conflict", "error", [LG + "tz", LG + "tz-new"]),
+        ("stale", "warning", [LG + "home"]),
+        ("stale", "warning", [LG + "tz"]),
+        ("duplicate", "warning", [LG + "seat", LG + "seat-dup"]),  # the same text
+        ("duplicate", "warning", [LG + "seat", LG + "seat-para"]),  # the same claim
+        ("strong_fact_in_vector_store", "warning", [LG + "name"]),
+        ("strong_fact_in_vector_store", "warning", [LG + "allergy"]),
+        ("strong_fact_in_vector_store", "warning", [LG + "tz"]),
+        ("strong_fact_in_vector_store", "warning", [LG + "tz-new"]),
+        ("strong_fact_in_vector_store", "warning", [LG + "kyoto-rule"]),
+        (
+            "missing_metadata",
+            "info",
+            sorted(
+                [LG + k for k in ("allergy", "home", "seat", "seat-dup", "seat-para", "home-new")]
+                + ["memories/tom/tom-home"]
+            ),
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "layout"), [("items.json", "langgraph-items"), ("store.db", "langgraph-sqlite")]
+)
+def test_langgraph_store(name: str, layout: str) -> None:
+    report = audit(STORES / "langgraph" / name)
+    (entry,) = report["stores"]
+    assert entry["layout"]["name"] == layout and entry["records_read"] == 11
+    assert findings(report) == LANGGRAPH_FINDINGS
+    # Tom ("memories", "tom") is another tenant: his Paris is no conflict of Mia's
+    assert not any("Paris" in f["message"] for f in report["findings"])
+    scoped = audit(STORES / "langgraph" / name, "--user-id", "tom")
+    assert scoped["stores"][0]["records_read"] == 1 and scoped["stores"][0]["out_of_scope"] == 10
+
+
+def test_langgraph_sqlite_leaves_no_journal_beside_it(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    shutil.copy(STORES / "langgraph" / "store.db", db)
+    audit(db)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db"]
+
+
+def test_agno_memories() -> None:
+    report = audit(STORES / "agno" / "agno_memories.json")
+    (entry,) = report["stores"]
+    assert entry["layout"]["name"] == "agno" and entry["records_read"] == 8
+    assert findings(report) == sorted(
+        [
+            ("conflict", "error", ["m3", "m6"]),  # Berlin (first upsert), Lisbon (a second later)
+            ("stale", "warning", ["m3"]),
+            ("duplicate", "warning", ["m4", "m5"]),
+            ("strong_fact_in_vector_store", "warning", ["m1"]),
+            ("strong_fact_in_vector_store", "warning", ["m2"]),
+            ("strong_fact_in_vector_store", "warning", ["m8"]),
+            ("missing_metadata", "info", [f"m{k}" for k in range(1, 9)]),
+        ]
+    )
+    # a directory holding the library's file is read as that file
+    assert findings(audit(STORES / "agno" / "agno_memories.json")) == findings(
+        json.loads(run("inspect-store", "--store", str(STORES / "agno"), "-f", "json").stdout)
+    )
+
+
+def test_facts_file_flag_is_unchanged_for_these_files() -> None:
+    result = run("inspect-store", "--facts-file", str(STORES / "mcp_memory" / "memory.jsonl"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"name": "Mia", "city": "Lisbon"}', "pass it with --facts-file"),
+        (b'{"type": "entity", "name": "x"}\n{not json', "line 2: not JSON"),
+        (b'[{"namespace": ["m", "u"], "key": "k", "value": {"n": 1}}]', "[0]: value has no text"),
+        (b'[{"memory": 3, "topics": []}]', "[0]: an Agno memory needs a string 'memory'"),
+        (b"SQLite format 3\x00" + b"\x00" * 200, "not a readable SQLite database"),
+        (b"\xff\xfe\x00garbage", "neither a SQLite database nor UTF-8 JSON"),
+    ],
+)
+def test_bad_files_are_one_line_exit_2(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "m.json"
+    path.write_bytes(content)
+    result = run("inspect-store", "--store", str(path))
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+    assert path.read_bytes() == content
+
+
+def test_chroma_directory_given_to_store_says_use_chroma() -> None:
+    result = run("inspect-store", "--store", str(STORES / "langchain"))
+    assert result.exit_code == 2 and "pass it with --chroma" in result.output
