@@ -177,3 +177,59 @@ def test_bad_files_are_one_line_exit_2(tmp_path: Path, content: bytes, message: 
 def test_chroma_directory_given_to_store_says_use_chroma() -> None:
     result = run("inspect-store", "--store", str(STORES / "langchain"))
     assert result.exit_code == 2 and "pass it with --chroma" in result.output
+
+
+def test_crewai_memory_folder() -> None:
+    """CrewAI 1.9's memory folder: Chroma (entities, short_term) beside the long-term SQLite."""
+    folder = STORES / "crewai"
+    ltm = folder / "long_term_memory_storage.db"
+    from tests.test_real_stores import tree_digest
+
+    before = tree_digest(folder)
+    report = audit(ltm)
+    (entry,) = report["stores"]
+    assert entry["layout"]["name"] == "crewai-ltm" and entry["records_read"] == 6
+    assert findings(report) == sorted(
+        [
+            ("conflict", "error", ["ltm-1#0", "ltm-2#0"]),  # Mia: Berlin, then (a run later) Lisbon
+            ("stale", "warning", ["ltm-1#0"]),
+            ("duplicate", "warning", ["ltm-1#1", "ltm-2#1"]),  # the window seat, in other words
+            ("strong_fact_in_vector_store", "warning", ["ltm-1#2"]),  # metric units
+            ("missing_metadata", "info", [f"ltm-{r}#{k}" for r in (1, 2) for k in range(3)]),
+        ]
+    )
+    conflict = next(f for f in report["findings"] if f["kind"] == "conflict")
+    assert conflict["message"].startswith("location of Mia (agent_id=Travel agent):")
+    assert "Paris" not in conflict["message"]  # Tom Becker's city is his
+
+    # the same folder through --chroma and --store together: both parts, one report
+    both = json.loads(
+        run("inspect-store", "--chroma", str(folder), "--store", str(folder), "-f", "json").stdout
+    )
+    assert [(s["type"], s.get("collection") or s["location"]) for s in both["stores"]] == [
+        ("chroma", "memory_entities"),
+        ("chroma", "memory_short_term"),
+        ("store", "long_term_memory_storage.db"),
+    ]
+    entity = [f for f in both["findings"] if f["collection"] == "memory_entities"]
+    # "Mia Lopez(Person): A traveler who lives in Berlin and is allergic to peanuts"
+    assert sorted(
+        f["message"].split(" lives only")[0]
+        for f in entity
+        if f["kind"] == "strong_fact_in_vector_store"
+    ) == [
+        "strong fact allergy = 'peanuts' about Mia Lopez",
+        "strong fact name = 'Mia Lopez' about Mia Lopez",
+        "strong fact name = 'Tom Becker' about Tom Becker",
+    ]
+    short = [
+        (f["kind"], len(f["ids"]))
+        for f in both["findings"]
+        if f["collection"] == "memory_short_term"
+    ]
+    assert sorted(short) == [
+        ("duplicate", 2),
+        ("missing_metadata", 3),
+        ("strong_fact_in_vector_store", 1),
+    ]
+    assert tree_digest(folder) == before

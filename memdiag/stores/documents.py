@@ -359,9 +359,9 @@ def open_store(spec: str, options: ReadOptions | None = None) -> DocumentStore:
     options = options or ReadOptions()
     path = Path(spec).expanduser()
     if path.is_dir():
-        if (path / "chroma.sqlite3").is_file():
-            raise _fail(path, "a Chroma store: pass it with --chroma")
         found = [path / f for f in KNOWN_FILES if (path / f).is_file()]
+        if not found and (path / "chroma.sqlite3").is_file():
+            raise _fail(path, "a Chroma store: pass it with --chroma")
         if len(found) != 1:
             names = ", ".join(KNOWN_FILES)
             raise _fail(

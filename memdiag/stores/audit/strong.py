@@ -43,7 +43,7 @@ def strong_fact_findings(
             SEVERITY["strong_fact_in_vector_store"],
             unique_ids(data.ids[c.record] for c in group),
             f"strong fact {subject} = {group[0].value!r}"
-            + (f" of {who}" if who else "")
+            + (f" about {who}" if who else "")
             + (f" ({group[0].tenant_label()})" if group[0].tenant_label() else "")
             + f" lives only in the {kept} "
             f"({where}); retrieval may miss it, store it under an exact key",
