@@ -233,3 +233,88 @@ def test_crewai_memory_folder() -> None:
         ("strong_fact_in_vector_store", 1),
     ]
     assert tree_digest(folder) == before
+
+
+def test_mem0_on_qdrant_local_mode() -> None:
+    """mem0's default vector store, Qdrant's local mode (make_mem0_qdrant.py): read through a
+    copy with qdrant-client (the optional extra memdiag[qdrant]), the same audit as Chroma."""
+    pytest.importorskip("qdrant_client", reason="qdrant-client (memdiag[qdrant]) not installed")
+    from tests.test_real_stores import tree_digest
+
+    folder = STORES / "mem0_qdrant"
+    before = tree_digest(folder)
+    report = validate(
+        "inspect-store",
+        run("inspect-store", "--store", str(folder), "--user-id", "mia", "-f", "json").stdout,
+    )
+    (entry,) = report["stores"]
+    assert (entry["type"], entry["collection"], entry["layout"]["name"]) == (
+        "qdrant",
+        "mem0",
+        "mem0",
+    )
+    assert (entry["dimension"], entry["space"], entry["records_read"]) == (384, "cosine", 16)
+    assert entry["out_of_scope"] == 3 and entry["retrieval_checks"] == "skipped"
+    from memdiag.stores.documents import open_store
+    from memdiag.stores.layouts import ReadOptions, Scope
+
+    with open_store(str(folder), ReadOptions(Scope(user_id="mia"))) as store:
+        data = store.memories("mem0").data
+    by_text: dict[str, list[str]] = {}
+    for i, d in zip(data.ids, data.documents, strict=True):
+        by_text.setdefault(d or "", []).append(i)
+
+    def ids(*texts: str) -> list[str]:
+        return sorted(i for t in texts for i in by_text[t])
+
+    seat = "Prefers window seats on long flights"
+    got = [f for f in findings(report) if f[0] != "missing_metadata"]
+    assert got == sorted(
+        [
+            ("conflict", "error", ids("Lives in Berlin", "Moved to Lisbon")),
+            ("conflict", "error", ids("Time zone is UTC+1", "Time zone is UTC+0")),
+            ("stale", "warning", ids("Lives in Berlin")),
+            ("stale", "warning", ids("Time zone is UTC+1")),
+            ("duplicate", "warning", ids(seat)),  # written twice
+            (
+                "duplicate",
+                "warning",
+                sorted([by_text[seat][0], *by_text["Likes a window seat on long flights"]]),
+            ),
+            ("strong_fact_in_vector_store", "warning", ids("Name is Mia")),
+            ("strong_fact_in_vector_store", "warning", ids("Is allergic to peanuts")),
+            ("strong_fact_in_vector_store", "warning", ids("Time zone is UTC+1")),
+            ("strong_fact_in_vector_store", "warning", ids("Time zone is UTC+0")),
+            (
+                "strong_fact_in_vector_store",
+                "warning",
+                ids("Never book Kyoto hotels next to the train station"),
+            ),
+            (
+                "near_duplicate",
+                "info",
+                sorted(
+                    [
+                        by_text[seat][0],
+                        *by_text["Prefers window seats on all long flights"],
+                        *by_text["Likes a window seat on long flights"],
+                    ]
+                ),
+            ),
+        ]
+    )
+    # the vectors are there: the model is identified from them
+    assert (
+        entry["retrieval_reason"].startswith("vectors reproduced by all-MiniLM-L6-v2: 5/5 records")
+        or "not installed" in entry["retrieval_reason"]
+    )
+    assert tree_digest(folder) == before
+
+
+def test_qdrant_without_the_extra_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "qdrant_client", None)  # import fails as if absent
+    result = run("inspect-store", "--store", str(STORES / "mem0_qdrant"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "needs qdrant-client (pip install 'memdiag[qdrant]')" in " ".join(result.output.split())

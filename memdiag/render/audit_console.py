@@ -50,7 +50,7 @@ def store_rows(s: StoreSummary) -> tuple[str, list[tuple[str, str]]]:
     head = f"{s.location}, collection {s.collection}"
     if s.layout is not None and s.layout.bookkeeping:
         return head, [("skipped", s.retrieval_reason)]
-    kind = f"chroma {s.mode}" if s.type == "chroma" else "memory-store file"
+    kind = f"{s.type} {s.mode}" if s.type != "store" else "memory-store file"
     if s.type == "store":
         head = s.location
     if s.layout is not None:
@@ -66,7 +66,7 @@ def store_rows(s: StoreSummary) -> tuple[str, list[tuple[str, str]]]:
         )
     dims = "no vectors" if s.dimension is None else f"{s.dimension} dimensions"
     rows.append(("vectors", dims if s.type == "store" else f"{dims}, {s.space} distance"))
-    if s.type == "chroma":
+    if s.type != "store":
         rows.append(
             (
                 "embeddings",

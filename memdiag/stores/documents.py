@@ -79,6 +79,7 @@ class DocumentStore:
         self.layout = layout
         self.options = options
         self.name = path.name
+        self.label = f"{layout.name} store"
         ids = [r[0] for r in rows]
         data = CollectionData(self.name, ids, [r[1] for r in rows], [r[2] for r in rows], None)
         self._read = read_layout(data, options.scope, layout)
@@ -354,11 +355,16 @@ def _crewai(path: Path, con: sqlite3.Connection) -> tuple[Layout, list[Row]]:
     ), rows
 
 
-def open_store(spec: str, options: ReadOptions | None = None) -> DocumentStore:
-    """Open a memory-store file (or a directory holding one of ``KNOWN_FILES``) read-only."""
+def open_store(spec: str, options: ReadOptions | None = None) -> Any:
+    """Open a memory-store file (or a directory holding one of ``KNOWN_FILES``) read-only; a
+    Qdrant local-mode folder is read by ``memdiag.stores.qdrant`` (optional extra)."""
     options = options or ReadOptions()
     path = Path(spec).expanduser()
     if path.is_dir():
+        from memdiag.stores.qdrant import is_qdrant_dir, open_qdrant
+
+        if is_qdrant_dir(path):
+            return open_qdrant(path, options)
         found = [path / f for f in KNOWN_FILES if (path / f).is_file()]
         if not found and (path / "chroma.sqlite3").is_file():
             raise _fail(path, "a Chroma store: pass it with --chroma")

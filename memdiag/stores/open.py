@@ -9,12 +9,11 @@ builds a window takes that section from :meth:`LongTermStores.profile_section` (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memdiag.config import Settings
     from memdiag.stores.chroma import ChromaStore
-    from memdiag.stores.documents import DocumentStore
     from memdiag.stores.facts_file import FactEntry, FactsFile
     from memdiag.stores.layouts import ReadOptions
     from memdiag.tokens import TokenCounter
@@ -35,7 +34,7 @@ class LongTermStores:
     facts: FactsFile | None
     chroma: ChromaStore | None
     collection: str | None
-    memory: DocumentStore | None = None  # --store: a memory-store file (stores.documents)
+    memory: Any = None  # --store: a memory-store file (stores.documents) or a Qdrant folder
 
     @classmethod
     def open(
@@ -96,7 +95,7 @@ class LongTermStores:
                 f"chroma {self.chroma.spec}" + (f" [{self.collection}]" if self.collection else "")
             )
         if self.memory is not None:
-            out.append(f"{self.memory.layout.name} store {self.memory.spec}")
+            out.append(f"{self.memory.label} {self.memory.spec}")
         return out
 
     # -- profile injection -------------------------------------------------------------------

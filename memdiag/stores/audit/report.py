@@ -105,8 +105,9 @@ class ChromaCollectionSummary:
     out_of_scope: int = 0  # records of other tenants, not audited
     scope: str | None = None  # "user_id=mia" when --user-id narrowed the collection
     problems: tuple[str, ...] = ()  # records that could not be read, one line each
-    # "store": a memory-store file (--store: MCP memory graph, LangGraph, Agno, CrewAI)
-    type: Literal["chroma", "store"] = "chroma"
+    # "store": a memory-store file (--store: MCP memory graph, LangGraph, Agno, CrewAI);
+    # "qdrant": a collection of a Qdrant local-mode folder (--store DIR, optional extra)
+    type: Literal["chroma", "store", "qdrant"] = "chroma"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``stores[]`` entry of ``inspect-store --format json``."""
