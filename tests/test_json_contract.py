@@ -49,9 +49,11 @@ def run(*argv: str) -> str:
 
 
 def twice(*argv: str) -> str:
-    """The output of a run, checked to be the same bytes when run again."""
+    """The output of a run, checked to be the same bytes when run again, and free of the home
+    folder (the tests' HOME, where memdiag's caches live)."""
     first = run(*argv)
     assert run(*argv) == first, f"memdiag {' '.join(argv)} differs between two runs"
+    assert os.environ["HOME"] not in first, f"memdiag {' '.join(argv)} prints the home folder"
     return first
 
 
