@@ -69,7 +69,7 @@ class TableRenderer(Renderer):
         render_diagnoses(self._console(), transcript, diagnoses)
 
     def audit(self, report: AuditReport) -> None:
-        from memdiag.render.console import render_audit
+        from memdiag.render.audit_console import render_audit
 
         render_audit(self._console(), report)
 

@@ -31,10 +31,13 @@ LOCAL_DEFAULT_NAMES = frozenset({"default", "onnx_mini_lm_l6_v2"})
 
 Embedder = Callable[[Sequence[str]], "np.ndarray"]
 
-_FIX = (
-    f"set {ENV_MODEL_DIR} to a folder holding onnx/model.onnx and the tokenizer files of "
-    "all-MiniLM-L6-v2 (or place them in ~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx/)"
+# The per-finding reason is short; the whole story (where memdiag looked, how to get the model)
+# is told once per run by the CLI, from ``model_misses()`` (docs/model.md).
+MISSING = (
+    f"embedding model all-MiniLM-L6-v2 not installed (`memdiag fetch-model` gets it, or set "
+    f"{ENV_MODEL_DIR})"
 )
+_MISSES: dict[str, None] = {}  # this process's "looked in ..." lines, in order, once each
 
 
 def chroma_cache_dir() -> Path:
@@ -52,18 +55,55 @@ def home_relative(path: Path) -> str:
     return text
 
 
+def has_model_files(d: Path) -> bool:
+    """``d/onnx/`` holds all six files of the model (an unreadable name holds none)."""
+    try:
+        return all((d / "onnx" / f).is_file() for f in ONNX_FILES)
+    except OSError:  # a name the OS refuses (MEMDIAG_ONNX_MODEL_DIR too long, a loop)
+        return False
+
+
 def find_model_dir() -> tuple[Path | None, str]:
-    """The folder containing ``onnx/`` with all six model files, and where it was looked for."""
+    """The folder containing ``onnx/`` with all six model files, or (None, a short reason).
+
+    A miss is remembered (``model_misses()``) so that the CLI names the model once per run.
+    """
     candidates: list[tuple[Path, str]] = []
     env = os.environ.get(ENV_MODEL_DIR)
     if env:
         candidates.append((Path(env).expanduser(), ENV_MODEL_DIR))
     candidates.append((chroma_cache_dir(), "Chroma's cache"))
     for d, _label in candidates:
-        if all((d / "onnx" / f).is_file() for f in ONNX_FILES):
+        if has_model_files(d):
             return d, ""
     tried = ", ".join(f"{label} {home_relative(d)}" for d, label in candidates)
-    return None, f"embedding model all-MiniLM-L6-v2 not found locally (looked in {tried}); {_FIX}"
+    _MISSES.setdefault(tried, None)
+    return None, MISSING
+
+
+def take_model_misses() -> list[str]:
+    """Where the model was looked for and not found since the last call (one entry per set of
+    places), and forget them: the CLI names the model once per run."""
+    misses = list(_MISSES)
+    _MISSES.clear()
+    return misses
+
+
+def note_model_miss(tried: str) -> None:
+    """Record a miss seen elsewhere (a `check --jobs` worker), so the parent names it once."""
+    _MISSES.setdefault(tried, None)
+
+
+def missing_model_note(tried: str) -> str:
+    """The one paragraph a run prints when it needed the model and did not find it."""
+    return (
+        f"the embedding model all-MiniLM-L6-v2 was not found (looked in {tried}): evidence "
+        "was ranked without its semantic ranker, and a store's retrieval cannot be checked "
+        "without it. Get it "
+        "once with `memdiag fetch-model` (the archive chromadb itself downloads, 91 MB "
+        f"unpacked, into Chroma's cache), or set {ENV_MODEL_DIR} to a folder holding "
+        "onnx/model.onnx and its tokenizer files (docs/model.md)"
+    )
 
 
 _CACHE: dict[Path, Any] = {}
