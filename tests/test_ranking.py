@@ -1,4 +1,5 @@
-"""Evidence as a ranking (SPEC §7 step 1): fixtures with known gold turns, every speaker, CJK,
+"""Evidence as a ranking (docs/reference.md#verdicts step 1): fixtures with known gold turns, every
+speaker, CJK,
 facts of another conversation, the embedding cache, and a property for exact statements."""
 
 from __future__ import annotations
