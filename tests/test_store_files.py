@@ -318,3 +318,34 @@ def test_qdrant_without_the_extra_says_how_to_get_it(monkeypatch: pytest.MonkeyP
     result = run("inspect-store", "--store", str(STORES / "mem0_qdrant"))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "needs qdrant-client (pip install 'memdiag[qdrant]')" in " ".join(result.output.split())
+
+
+def test_diagnose_refuses_a_store_file_instead_of_ignoring_it() -> None:
+    from tests.test_real_stores import CONVERSATION
+
+    result = run("diagnose", str(CONVERSATION), "--store", str(STORES / "agno"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--store is audited by inspect-store" in " ".join(result.output.split())
+
+
+def test_check_max_findings_on_a_store_file(tmp_path: Path) -> None:
+    spec = tmp_path / "checks.yaml"
+    graph = STORES / "mcp_memory" / "memory.jsonl"
+    spec.write_text(
+        f"""version: 1
+cases:
+  - name: the MCP graph holds no conflicts
+    transcript: {STORES / "conversation.jsonl"}
+    store: {{memory_store: {graph}}}
+    expect:
+      - max_findings: {{conflict: 0, duplicate: 1}}
+""",
+        encoding="utf-8",
+    )
+    before = digest(graph)
+    result = run("check", str(spec), "--format", "json")
+    assert result.exit_code == 1, result.output
+    (case,) = json.loads(result.stdout)["cases"]
+    assert [f.split(":")[0] for f in case["failures"]] == ["max_findings conflict ≤ 0"]
+    assert "found 2" in case["failures"][0]  # Mia's cities and time zones
+    assert digest(graph) == before

@@ -349,7 +349,7 @@ def inspect_store(
         if not (settings.store.facts_file or settings.store.chroma or settings.store.memory_store):
             raise UsageError("nothing to inspect: pass --facts-file, --chroma and/or --store")
         with (
-            LongTermStores.from_settings(settings) as opened,
+            LongTermStores.from_settings(settings, audit=True) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
             args = (opened.facts, opened.chroma, opened.collection, settings.audit, tick)

@@ -64,11 +64,21 @@ class LongTermStores:
         return cls(facts, store, collection, memory)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> LongTermStores:
-        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true)."""
+    def from_settings(cls, settings: Settings, *, audit: bool = False) -> LongTermStores:
+        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true).
+
+        A memory-store file (``--store``) is audited only: verdicts need a store memdiag can
+        query, so anything but an audit refuses it rather than ignoring it (docs/stores.md).
+        """
+        from memdiag.errors import UsageError
         from memdiag.stores.layouts import ReadOptions, Scope
 
         s = settings.store
+        if s.memory_store and not audit:
+            raise UsageError(
+                "--store is audited by inspect-store (and check's max_findings); diagnose "
+                "verdicts read --facts-file and --chroma"
+            )
         # one tenant of a multi-user store; the model of a collection that persisted none
         options = ReadOptions(Scope(s.user_id, s.agent_id, s.run_id), s.embedding_function)
         return cls.open(s.facts_file, s.chroma, s.collection, options, s.memory_store)
