@@ -146,9 +146,9 @@ StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help="Memory-store file, layout detected: the MCP memory server's graph (JSONL or "
-        "read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories JSON, "
-        "CrewAI long_term_memory_storage.db.",
+        help="Memory-store file to audit, layout detected: the MCP memory server's graph "
+        "(JSONL or read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories "
+        "JSON, CrewAI long_term_memory_storage.db; a Qdrant local folder (memdiag[qdrant]).",
     ),
 ]
 CollectionOpt = Annotated[
