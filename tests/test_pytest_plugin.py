@@ -111,7 +111,10 @@ def test_the_project_config_applies(project: pytest.Pytester) -> None:
 
 
 def test_the_entry_point_is_declared() -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: memdiag depends on tomli there
+        import tomli as tomllib  # type: ignore[no-redef]
 
     eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     assert eps["pytest11"] == {"memdiag": "memdiag.pytest_plugin"}
