@@ -365,8 +365,8 @@ def _cli(*args: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
-# planted: (kind, severity, slugs), the same in every store; the near-duplicate time zones are
-# MiniLM's own judgement (UTC+1 and UTC+0 differ by one character) and vary by phrasing
+# planted: (kind, severity, slugs), the same in every store; the time zones UTC+1 and UTC+0
+# (cosine 0.93-0.99) are a conflict, never near-duplicates to merge
 PLANTED = [
     ("conflict", "error", {"home-old", "home-new"}),
     ("conflict", "error", {"tz-old", "tz-new"}),
@@ -380,7 +380,6 @@ PLANTED = [
     ("strong_fact_in_vector_store", "warning", {"kyoto-rule"}),
     ("near_duplicate", "info", {"seat", "seat-near"}),
 ]
-NEAR_DUPLICATE_TIME_ZONES = {"mem0": False, "langchain": True, "llamaindex": True, "chroma": True}
 # L2 over unit vectors: an info finding; LlamaIndex's collection uses cosine
 L2 = {"mem0": True, "langchain": True, "llamaindex": False, "chroma": True}
 # only the plain store writes layer metadata (type: semantic)
@@ -400,8 +399,6 @@ def test_audit_findings_of_each_real_store(store: str) -> None:
         if f["kind"] not in ("distance_metric", "missing_metadata")
     )
     want = [(k, s, sorted(slugs)) for k, s, slugs in PLANTED]
-    if NEAR_DUPLICATE_TIME_ZONES[store]:
-        want.append(("near_duplicate", "info", ["tz-new", "tz-old"]))
     assert got == sorted(want)
     kinds = [f["kind"] for f in report["findings"]]
     assert ("distance_metric" in kinds) is L2[store]

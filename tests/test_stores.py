@@ -135,7 +135,8 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 DIRTY_EXPECTED = {
     ("duplicate", frozenset({"d2", "d3"})),
     ("duplicate", frozenset({"d10", "d12"})),
-    ("near_duplicate", frozenset({"d2", "d4"})),
+    # "a window seat" beside "window seats": the same claim, so a duplicate whatever the cosine
+    ("duplicate", frozenset({"d2", "d4"})),
     ("conflict", frozenset({"d5", "d6"})),
     ("stale", frozenset({"d5"})),
     ("strong_fact_in_vector_store", frozenset({"d7"})),

@@ -165,18 +165,22 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
     """Read a transcript as the input flags say; warnings and skipped lines go to stderr."""
     from memdiag.errors import UsageError
     from memdiag.transcript import load
+    from memdiag.transcript.formats.base import Selection
 
     if how.session is not None and how.conversation is not None:
         raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
     select = how.session if how.session is not None else how.conversation
-    transcript = load(path, how.input_format, skip_invalid=how.skip_invalid, select=select)
+    selection = Selection(conversation=select)
+    transcript = load(path, how.input_format, skip_invalid=how.skip_invalid, selection=selection)
     err = stderr()
     from memdiag.render.literal import literal
 
     for w in transcript.warnings[:20]:  # they quote the input: literal text, clipped
         err.print(f"[yellow]warning:[/] {literal(clip(w, 300))}", highlight=False)
     if transcript.skipped:
-        err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
+        from memdiag.render.words import plural
+
+        err.print(f"[yellow]skipped {plural(transcript.skipped, 'invalid line')}[/]")
     return transcript
 
 

@@ -45,6 +45,16 @@ def chroma_cache_dir() -> Path:
     return Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
 
 
+def home_relative(path: Path) -> str:
+    """``path`` with the user's home folder written ``~``: messages that reach JSON output
+    never hold the home path (docs/reference.md#json-output)."""
+    home = str(Path.home())
+    text = str(path)
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
 def has_model_files(d: Path) -> bool:
     """``d/onnx/`` holds all six files of the model (an unreadable name holds none)."""
     try:
@@ -66,7 +76,7 @@ def find_model_dir() -> tuple[Path | None, str]:
     for d, _label in candidates:
         if has_model_files(d):
             return d, ""
-    tried = ", ".join(f"{label} {d}" for d, label in candidates)
+    tried = ", ".join(f"{label} {home_relative(d)}" for d, label in candidates)
     _MISSES.setdefault(tried, None)
     return None, MISSING
 
@@ -142,7 +152,9 @@ def resolve_embedding_function(collection_config: Any) -> tuple[Any | None, str]
         model_dir, reason = find_model_dir()
         if model_dir is None:
             return None, reason
-        return _onnx_default(model_dir), f"{name} (ONNX all-MiniLM-L6-v2 from {model_dir})"
+        # where the model was found is not part of the answer: JSON output stays the same
+        # bytes on every machine (docs/reference.md#json-output)
+        return _onnx_default(model_dir), f"{name} (ONNX all-MiniLM-L6-v2)"
     # Other registered functions call remote APIs or download models: never from memdiag.
     return None, (
         f"the collection's embedding function {name!r} is not the local default model; "
