@@ -82,11 +82,13 @@ def match(
     threshold: float = FUZZY_THRESHOLD,
     folded: str | None = None,
     terms: Callable[[str], tuple[frozenset[str], str]] = text_terms,
+    bounded: bool = False,
 ) -> Match | None:
     """How well ``text`` states ``fact``; None below ``threshold``.
 
     ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts);
-    ``terms`` gives :func:`text_terms` of the text (a run keeps them for all its messages).
+    ``terms`` gives :func:`text_terms` of the text (a run keeps them for all its messages);
+    ``bounded``: the text is known to pass the cheap bound below (a ``TermIndex`` candidate).
     """
     words, grams = fact_terms(fact)
     total = len(words) + len(grams)
@@ -97,7 +99,9 @@ def match(
     # messages fail here, which keeps evidence search over long transcripts fast.
     if folded is None:
         folded = fold(text)
-    if total:
+    if total and bounded:
+        pass
+    elif total:
         needed = math.ceil(threshold * total - 1e-9)
         present = sum(1 for w in words if w in folded) + sum(1 for g in grams if g in folded)
         if present < needed:

@@ -94,3 +94,22 @@ def test_term_index_holding_is_substring_search(texts, term):
     index = TermIndex(enumerate(folded))
     if term and "\0" not in term:
         assert index.holding(term) == tuple(n for n, t in enumerate(folded) if term in t)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
+def test_a_report_from_the_commands_context_equals_a_fresh_one(transcript, budget, facts):
+    """--html reuses the context its command prepared (with evidence a diagnosis remembered
+    for other messages): the report's data is that of a context prepared anew."""
+    from memdiag.render.report.build import replay_for_report
+    from memdiag.render.report.data import run_data
+
+    settings_ = Settings(budget=budget)
+    evidence = {facts[0]: [m.index for m in transcript.messages if m.role == "user"][:2]}
+    used = prepare(transcript, settings_)
+    for fact in facts:
+        replay(used, "summary", [fact])
+    used.remember_evidence(facts[-1], [0])  # as a semantic search would
+    fresh = run_data(*replay_for_report(transcript, settings_, facts, evidence))
+    reused = run_data(*replay_for_report(transcript, settings_, facts, evidence, context=used))
+    assert reused == fresh
