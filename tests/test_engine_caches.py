@@ -113,3 +113,38 @@ def test_a_report_from_the_commands_context_equals_a_fresh_one(transcript, budge
     fresh = run_data(*replay_for_report(transcript, settings_, facts, evidence))
     reused = run_data(*replay_for_report(transcript, settings_, facts, evidence, context=used))
     assert reused == fresh
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 2)), min_size=1, max_size=200
+    ),  # (tokens, turn step) of each unit
+    st.lists(st.tuples(st.integers(-10, 300), st.none() | st.integers(0, 90)), max_size=200),
+)
+def test_unit_queue_evicts_as_popping_one_unit_at_a_time(units, fits):
+    """The prefix-sum queue evicts exactly what popping the oldest unit while the window is over
+    the limit (or too old) evicts, the newest unit always kept (compactions included: up to 200
+    units)."""
+    from memdiag.strategies.base import Unit, UnitQueue
+
+    queue, plain, turn = UnitQueue(), [], 0
+    for n, (tokens, step) in enumerate(units):
+        turn += step
+        unit = Unit([n], tokens, turn)
+        queue.append(unit)
+        plain.append(unit)
+        limit, min_turn = fits[n] if n < len(fits) else (10**9, None)
+        expected: list[int] = []
+        while len(plain) > 1 and (
+            sum(u.tokens for u in plain) > limit
+            or (min_turn is not None and plain[0].turn < min_turn)
+        ):
+            expected.extend(plain.pop(0).indices)
+        got: list[int] = []
+        queue.evict_to(limit, got, min_turn)
+        assert got == expected
+        assert queue.tokens == sum(u.tokens for u in plain)
+        assert list(queue.units) == plain and len(queue) == len(plain)
+        assert queue.units[-1] is plain[-1] and queue.units[0] is plain[0]
+    assert queue.clear() == [i for u in plain for i in u.indices] and len(queue) == 0
