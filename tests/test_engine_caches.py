@@ -148,3 +148,14 @@ def test_unit_queue_evicts_as_popping_one_unit_at_a_time(units, fits):
         assert list(queue.units) == plain and len(queue) == len(plain)
         assert queue.units[-1] is plain[-1] and queue.units[0] is plain[0]
     assert queue.clear() == [i for u in plain for i in u.indices] and len(queue) == 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 400), st.sampled_from(["summary", "scratchpad"]))
+def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name):
+    from memdiag.render.jsonout import _turn_text, dumps, turn_json
+
+    res = replay(prepare(transcript, Settings(budget=budget)), name, ["Mia"])
+    for r in res.turns:
+        expected = "        " + dumps(turn_json(r)).replace("\n", "\n        ")
+        assert _turn_text(r, " " * 8) == expected
