@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
+from memdiag.facts import FUZZY_THRESHOLD, LineTerms, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens
@@ -343,6 +343,7 @@ class _FactTracker:
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
         self.first = True  # no turn evaluated yet
+        self.line_terms = LineTerms()  # summary and pinned lines recur from turn to turn
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -394,11 +395,12 @@ class _FactTracker:
             # each text folded once for all the facts (match would fold it once per fact)
             summary = fold(view.summary) if fit.summary_changed else ""
             pinned = fold(view.pinned) if fit.pinned_changed else ""
+            terms = self.line_terms
             for k, fact in enumerate(self.facts):
                 if fit.summary_changed:
                     was = self.in_summary[k]
                     self.in_summary[k] = bool(view.summary) and (
-                        match(fact, view.summary, folded=summary) is not None
+                        match(fact, view.summary, folded=summary, terms=terms) is not None
                     )
                     if was != self.in_summary[k]:
                         flipped.add(k)
@@ -407,7 +409,7 @@ class _FactTracker:
                 if fit.pinned_changed:
                     was = self.pinned[k]
                     self.pinned[k] = bool(view.pinned) and (
-                        match(fact, view.pinned, folded=pinned) is not None
+                        match(fact, view.pinned, folded=pinned, terms=terms) is not None
                     )
                     if was != self.pinned[k]:
                         flipped.add(k)

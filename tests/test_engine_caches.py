@@ -159,3 +159,15 @@ def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name)
     for r in res.turns:
         expected = "        " + dumps(turn_json(r)).replace("\n", "\n        ")
         assert _turn_text(r, " " * 8) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=20), min_size=1, max_size=6), st.data())
+def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
+    from memdiag.facts import LineTerms, text_terms
+
+    terms = LineTerms()
+    for _ in range(3):  # lines recur in the next texts, as in a running summary
+        text = "\n".join(data.draw(st.permutations(lines)))
+        assert terms(text) == text_terms(text)
+        lines = [*lines[1:], data.draw(TEXT)]
