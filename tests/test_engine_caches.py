@@ -171,3 +171,35 @@ def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
         text = "\n".join(data.draw(st.permutations(lines)))
         assert terms(text) == text_terms(text)
         lines = [*lines[1:], data.draw(TEXT)]
+
+
+def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path):
+    """check --html replays from the contexts its serial run kept: the same document."""
+    import shutil
+    from pathlib import Path
+
+    import yaml
+
+    from memdiag.checks.run import check
+    from memdiag.render.report.checks import check_document
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    for name in ("demo.jsonl", "allergy_zh.jsonl"):
+        shutil.copy(fixtures / name, tmp_path / name)
+    spec = tmp_path / "checks.yaml"
+    cases = [
+        {
+            "name": f"case {name} {strategy}",
+            "transcript": name,
+            "strategy": {"name": strategy, "budget": 300},
+            "expect": [{"kept": "allergic to peanuts", "at_turn": 3}, {"lost": "花生过敏"}],
+        }
+        for name in ("demo.jsonl", "allergy_zh.jsonl")
+        for strategy in ("sliding_window", "summary")
+    ]
+    spec.write_text(yaml.safe_dump({"version": 1, "cases": cases}, allow_unicode=True), "utf-8")
+    kept = check(spec, Settings(), keep_contexts=True)
+    plain = check(spec, Settings())
+    assert all(c.context is not None for c in kept.cases)
+    assert all(c.context is None for c in plain.cases)
+    assert check_document(spec, Settings(), kept) == check_document(spec, Settings(), plain)

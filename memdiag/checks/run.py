@@ -318,6 +318,9 @@ def _audit(settings: Settings) -> AuditReport:
         return audit(stores.facts, stores.chroma, stores.collection, settings.audit)
 
 
+KEPT_MESSAGES = 200_000  # contexts kept for the --html report: memory stays bounded
+
+
 def _run_indexed(args: tuple[Case, str], keep_context: bool = False) -> CaseResult:
     # Top-level so worker processes can unpickle it by reference.
     return run_case(*args, keep_context=keep_context)
@@ -394,7 +397,8 @@ def run_checks(
     """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way.
 
     ``progress(done)`` is called as cases finish (in order). ``keep_contexts``: a serial run's
-    results carry their replay contexts (worker processes do not send theirs back).
+    results carry their replay contexts (worker processes do not send theirs back), up to
+    about KEPT_MESSAGES messages in all: a larger suite's report reads the rest again.
     """
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
@@ -402,8 +406,12 @@ def run_checks(
     workers = min(jobs, len(work))
     results: list[CaseResult] = []
     if workers <= 1:
+        room = KEPT_MESSAGES if keep_contexts else 0
         for w in work:
-            results.append(_run_indexed(w, keep_contexts))
+            results.append(_run_indexed(w, room > 0))
+            kept = results[-1].context
+            if kept is not None:
+                room -= len(kept.transcript.messages)
             if progress is not None:
                 progress(len(results))
     else:
