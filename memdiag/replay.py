@@ -18,7 +18,7 @@ from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, LineTerms, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
-from memdiag.strategies.observed import CallTokens, call_tokens
+from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 
@@ -464,11 +464,12 @@ class ReplayReport:
     facts: list[str]
     facts_found: bool  # True when the facts were found by the strong-fact extractor
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
+    budget_recorded: bool = False  # the budget is the trace's largest recorded request
 
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
     """The strategies of a run: 'all' is every simulated one, plus `observed` when the
-    transcript recorded its windows (SPEC §2b)."""
+    transcript recorded its windows (docs/reference.md#observed-windows)."""
     from memdiag.strategies import SIMULATED
 
     if name == "all":
@@ -527,8 +528,11 @@ def run(
     ``observe(name)`` gives the observer of strategy ``name`` (see :func:`replay`).
     """
     rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
+    recorded = recorded_budget(rctx)
+    if recorded is not None:
+        rctx = rctx.with_budget(recorded)
     found = not facts
-    tracked = list(facts) if facts else auto_facts(transcript, rctx.memo)
+    tracked = list(facts) if facts else tracked_facts(transcript, rctx.memo)
     results = [
         replay(rctx, name, tracked, progress=progress, observe=observe(name) if observe else None)
         for name in strategy_names(settings.strategy, transcript)
@@ -537,5 +541,39 @@ def run(
         if res.name == "observed":  # recounted exactly, beside what the provider reported
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
     return ReplayReport(
-        transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found, rctx.costs
+        transcript,
+        rctx.counter.encoding_name,
+        rctx.budget,
+        results,
+        tracked,
+        found,
+        rctx.costs,
+        budget_recorded=recorded is not None,
     )
+
+
+def recorded_budget(rctx: ReplayContext) -> int | None:
+    """Without --budget, a trace's simulated windows get the agent's own size: its largest
+    recorded request (whose size is known), not the model's whole context beside it."""
+    t = rctx.transcript
+    if rctx.settings.budget is not None or not t.windows:
+        return None
+    sizes = [request_tokens(w, rctx.costs, rctx.counter) for w in t.windows if size_known(w)]
+    return max(sizes) if sizes else None
+
+
+def tracked_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]:
+    """What replay follows without --fact: the strong facts the user stated, then the facts of
+    the `forgot` markers (the failures the transcript names), each once."""
+    facts = dict.fromkeys(auto_facts(transcript, memo))
+    known = [fold(f) for f in facts]
+    for m in transcript.messages:
+        if not m.forgot:
+            continue
+        marker = fold(m.forgot)
+        # "对花生过敏" is the extractor's "花生过敏": one fact, tracked once
+        if any(k == marker or (k in marker and len(k) >= 0.6 * len(marker)) for k in known):
+            continue
+        facts.setdefault(m.forgot, None)
+        known.append(marker)
+    return list(facts)

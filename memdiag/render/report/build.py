@@ -89,11 +89,15 @@ def cause_of(report: ReplayReport, strategy: str, fact_index: int, turn: int) ->
 
 
 def diagnosis_cards(
-    report: ReplayReport, diagnoses: Sequence[Mapping[str, Any]], default_strategy: str
+    report: ReplayReport,
+    diagnoses: Sequence[Mapping[str, Any]],
+    default_strategy: str,
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One card per diagnosis (its JSON as `diagnose --format json` writes it)."""
+    """One card per diagnosis (its JSON as `diagnose --format json` writes it), with its rows
+    of words (``memdiag.render.words``) when given."""
     cards = []
-    for d in diagnoses:
+    for n, d in enumerate(diagnoses):
         details = d.get("details") or {}
         strategy = details.get("strategy") or default_strategy
         k = report.facts.index(d["fact"]) if d["fact"] in report.facts else None
@@ -110,6 +114,7 @@ def diagnosis_cards(
                 "strategy": strategy,
                 "cause_turn": cause_turn,
                 "cause": cause,
+                **({"lines": [dict(x) for x in lines[n]]} if lines is not None else {}),
             }
         )
     return cards
@@ -121,6 +126,7 @@ def diagnose_run(
     diagnoses: Sequence[Mapping[str, Any]],
     memory: tuple[str, int] = ("", 0),
     name: str | None = None,
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
     context: ReplayContext | None = None,
 ) -> dict[str, Any]:
     """One run of a diagnose (or check) report: the replay of every strategy and the cards."""
@@ -132,7 +138,7 @@ def diagnose_run(
     }
     report, recorder = replay_for_report(transcript, settings, facts, evidence, memory, context)
     strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
-    cards = diagnosis_cards(report, diagnoses, strategy)
+    cards = diagnosis_cards(report, diagnoses, strategy, lines)
     return run_data(
         report,
         recorder,
@@ -148,10 +154,12 @@ def diagnose_document(
     settings: Settings,
     diagnoses: Sequence[Mapping[str, Any]],
     memory: tuple[str, int] = ("", 0),
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
     context: ReplayContext | None = None,
 ) -> dict[str, Any]:
-    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline.
+    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline, each with
+    the rows of words the console shows (``lines``, one list per diagnosis).
 
     ``context``: the diagnosis's own replay context (its counts are not made again)."""
-    run = diagnose_run(transcript, settings, diagnoses, memory, context=context)
+    run = diagnose_run(transcript, settings, diagnoses, memory, lines=lines, context=context)
     return document("diagnose", "memdiag diagnose", [run])

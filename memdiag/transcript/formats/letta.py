@@ -1,4 +1,5 @@
-"""Letta agent files `.af` (SPEC §2b): an agent's messages and the window it really holds.
+"""Letta agent files `.af` (docs/reference.md#observed-windows): an agent's messages and the window
+it really holds.
 
 An agent file (github.com/letta-ai/agent-file) holds ``agents[]``, each with ``messages`` and
 ``in_context_message_ids``: the messages the agent's context window holds at export time, which
@@ -24,9 +25,17 @@ from typing import Any
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source, check_tool_calls, json_loads
-from memdiag.transcript.tracing import PathError, as_text, role_of, sub, with_memory_tools
+from memdiag.transcript.toolkit import PathError
+from memdiag.transcript.tracing import as_text, role_of, sub, with_memory_tools
 
 name = "letta"
+# an agent file holds message lists that a chat reader could take: asked with the traces
+detect_priority = 13
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/traces/letta_agent.af",
+    "formats/traces/letta_group.af",
+)
 
 _SYSTEM_ENVELOPES = ("heartbeat", "login", "system_alert")
 
