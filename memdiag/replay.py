@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
+from memdiag.facts import FUZZY_THRESHOLD, LineTerms, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
@@ -91,6 +91,7 @@ class ReplayContext:
     memory_tokens: int = 0  # injected long-term memories, every turn
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    _remembered: set[str] = field(default_factory=set, repr=False)  # not found by the words
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
@@ -111,11 +112,11 @@ class ReplayContext:
             folded = self._folded()
             keys = self._index().candidates(fact, FUZZY_THRESHOLD)
             pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
-            terms = self._terms_of
+            terms, bounded = self._terms_of, keys is not None
             found = tuple(
                 i
                 for i, text in pairs
-                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text, terms=terms)
+                if match(fact, msgs[i].content, FUZZY_THRESHOLD, text, terms, bounded)
             )
             self._evidence[fact] = found
         return found
@@ -123,6 +124,13 @@ class ReplayContext:
     def remember_evidence(self, fact: str, indices: Sequence[int]) -> None:
         """Evidence found another way (semantic search) for a fact whose words do not match."""
         self._evidence[fact] = tuple(sorted(set(indices)))
+        self._remembered.add(fact)
+
+    def lexical(self) -> ReplayContext:
+        """The same counts, index and memo, with only the evidence the facts' words find
+        (what a fresh ``prepare`` would give; remembered evidence is left out)."""
+        kept = {f: v for f, v in self._evidence.items() if f not in self._remembered}
+        return dataclasses.replace(self, _evidence=kept, _remembered=set())
 
     def _folded(self) -> dict[int, str]:
         """Folded text of every message that can be evidence, by index, computed once per run."""
@@ -335,6 +343,7 @@ class _FactTracker:
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
         self.first = True  # no turn evaluated yet
+        self.line_terms = LineTerms()  # summary and pinned lines recur from turn to turn
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -386,11 +395,12 @@ class _FactTracker:
             # each text folded once for all the facts (match would fold it once per fact)
             summary = fold(view.summary) if fit.summary_changed else ""
             pinned = fold(view.pinned) if fit.pinned_changed else ""
+            terms = self.line_terms
             for k, fact in enumerate(self.facts):
                 if fit.summary_changed:
                     was = self.in_summary[k]
                     self.in_summary[k] = bool(view.summary) and (
-                        match(fact, view.summary, folded=summary) is not None
+                        match(fact, view.summary, folded=summary, terms=terms) is not None
                     )
                     if was != self.in_summary[k]:
                         flipped.add(k)
@@ -399,7 +409,7 @@ class _FactTracker:
                 if fit.pinned_changed:
                     was = self.pinned[k]
                     self.pinned[k] = bool(view.pinned) and (
-                        match(fact, view.pinned, folded=pinned) is not None
+                        match(fact, view.pinned, folded=pinned, terms=terms) is not None
                     )
                     if was != self.pinned[k]:
                         flipped.add(k)

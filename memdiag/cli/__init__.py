@@ -464,7 +464,7 @@ def check(
             spec = default_spec()
         base = settings_from(config)
         with progress("checking", min_total=2) as tick:
-            report = run_checks(spec, base, jobs, tick)
+            report = run_checks(spec, base, jobs, tick, keep_contexts=html is not None)
         run_state["exit_code"] = 0 if report.ok else 1  # kept if the output pipe closes early
         if junit is not None:
             from memdiag.render.junit import write_junit

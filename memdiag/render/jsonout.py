@@ -127,6 +127,33 @@ def _ids(ids: Sequence[str], pad: str) -> str:
 
 
 def _turn_text(r: TurnRecord, pad: str) -> str:
+    """``turn_json(r)`` as ``dumps`` indents it at ``pad``, formatted field by field (a long
+    replay has hundreds of thousands of turns); unusual values go the general way."""
+    if not (type(r.turn) is int and type(r.session) is str and type(r.session_turn) is int):
+        return _turn_text_general(r, pad)
+    tokens = r.tokens
+    if not tokens or not all(type(k) is str and type(v) is int for k, v in tokens.items()):
+        return _turn_text_general(r, pad)
+    p = pad + "  "
+    q = f",\n{p}  "
+    parts = [
+        f'{pad}{{\n{p}"turn": {r.turn},\n{p}"session": {_encode_str(r.session)},\n'
+        f'{p}"session_turn": {r.session_turn},\n{p}"tokens": {{\n{p}  '
+        + q.join(f"{_encode_str(k)}: {v}" for k, v in tokens.items())
+        + f'\n{p}}},\n{p}"entered": {_ids(r.entered, p)},\n{p}"evicted": {_ids(r.evicted, p)}'
+        f',\n{p}"summarized": {_ids(r.summarized, p)}'
+    ]
+    if r.dropped_by_session:
+        parts.append(f'{p}"dropped_by_session": {_ids(r.dropped_by_session, p)}')
+    if r.pinned:
+        pins = dumps([asdict(x) for x in r.pinned]).replace("\n", "\n" + p)
+        parts.append(f'{p}"pinned": {pins}')
+    if r.overflow:
+        parts.append(f'{p}"overflow": true')
+    return ",\n".join(parts) + f"\n{pad}}}"
+
+
+def _turn_text_general(r: TurnRecord, pad: str) -> str:
     """``turn_json(r)`` as ``dumps`` indents it at ``pad`` (the common value types by hand)."""
     p = pad + "  "
     parts = []

@@ -9,7 +9,6 @@ reuses the diagnosis's replay context: the transcript is not counted or indexed 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,7 +51,7 @@ def replay_for_report(
         and (context.memory_text, context.memory_tokens) == memory
     )
     if context is not None and same:
-        rctx = dataclasses.replace(context, _evidence={})  # what a diagnosis remembered: not here
+        rctx = context.lexical()  # evidence a diagnosis remembered is given again below
     else:
         rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     for fact, indices in (evidence or {}).items():
