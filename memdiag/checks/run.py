@@ -315,8 +315,9 @@ def _audit(settings: Settings) -> AuditReport:
     from memdiag.stores.audit import audit
     from memdiag.stores.open import LongTermStores
 
-    with LongTermStores.from_settings(settings) as stores:
-        return audit(stores.facts, stores.chroma, stores.collection, settings.audit)
+    with LongTermStores.from_settings(settings, audit=True) as stores:
+        others = [stores.memory] if stores.memory is not None else []
+        return audit(stores.facts, stores.chroma, stores.collection, settings.audit, others=others)
 
 
 KEPT_MESSAGES = 200_000  # contexts kept for the --html report: memory stays bounded

@@ -274,10 +274,12 @@ class _Parser:
                 )
             if e.kind == "fact_key" and not settings.store.facts_file:
                 raise self.error("'fact_key' needs store: {facts_file: PATH}", e.line)
-            has_store = settings.store.facts_file or settings.store.chroma
+            st = settings.store
+            has_store = st.facts_file or st.chroma or st.memory_store
             if e.kind == "max_findings" and not has_store:
                 raise self.error(
-                    "'max_findings' needs a store: {facts_file: PATH} and/or {chroma: PATH|URL}",
+                    "'max_findings' needs a store: {facts_file: PATH}, {chroma: PATH|URL} "
+                    "and/or {memory_store: PATH}",
                     e.line,
                 )
         conversation = c.get("conversation")
@@ -310,8 +312,8 @@ class _Parser:
         out: dict[str, Any] = {}
         for key, value in s.items():
             typed = self.typed(f"store.{key}", value, s.line_of(key), f"store.{key}")
-            if key == "facts_file" and typed is not None:
-                typed = self.path_of(typed, "store.facts_file", s.line_of(key))
+            if key in ("facts_file", "memory_store") and typed is not None:
+                typed = self.path_of(typed, f"store.{key}", s.line_of(key))
             elif (
                 key == "chroma"
                 and typed is not None

@@ -298,6 +298,7 @@ def diagnose(
         "  memdiag inspect-store --chroma ./chroma_db --collection memories --format json\n\n"
         "  memdiag inspect-store --chroma ./mem0_db --user-id mia    (one user of a mem0 store)\n\n"
         "  memdiag inspect-store --chroma ./langchain_db --embedding-function default\n\n"
+        "  memdiag inspect-store --store memory.jsonl    (MCP memory graph, LangGraph, Agno...)\n\n"
         "  memdiag inspect-store --facts-file facts.json --chroma http://127.0.0.1:8000 "
         "--fail-on warning"
     ),
@@ -322,7 +323,7 @@ def inspect_store(
     config: ConfigOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Audit long-term stores: a JSON facts file and/or a Chroma collection (read-only).
+    """Audit long-term stores: a facts file, Chroma collections, a memory-store file (read-only).
 
     Finds duplicates, near-duplicates, conflicts, stale entries, strong facts kept only in the
     vector store, distance-metric pitfalls, missing metadata and facts-file/vector disagreements."""
@@ -345,13 +346,14 @@ def inspect_store(
                 "audit.stale_after_days": stale_after_days,
             },
         )
-        if not (settings.store.facts_file or settings.store.chroma):
-            raise UsageError("nothing to inspect: pass --facts-file FILE and/or --chroma PATH|URL")
+        if not (settings.store.facts_file or settings.store.chroma or settings.store.memory_store):
+            raise UsageError("nothing to inspect: pass --facts-file, --chroma and/or --store")
         with (
-            LongTermStores.from_settings(settings) as opened,
+            LongTermStores.from_settings(settings, audit=True) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
-            report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
+            args = (opened.facts, opened.chroma, opened.collection, settings.audit, tick)
+            report = audit(*args, others=[opened.memory] if opened.memory else [])
             store_problems(opened.chroma)
         output.to_renderer().audit(report)
         if fail_on is not None:

@@ -142,6 +142,15 @@ ChromaOpt = Annotated[
     str | None,
     typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
 ]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Memory-store file to audit, layout detected: the MCP memory server's graph "
+        "(JSONL or read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories "
+        "JSON, CrewAI long_term_memory_storage.db; a Qdrant local folder (memdiag[qdrant]).",
+    ),
+]
 CollectionOpt = Annotated[
     str | None, typer.Option("--collection", help="Chroma collection (default: all).")
 ]
@@ -210,6 +219,7 @@ class StoreFlags:
 
     facts_file: FactsFileOpt = None
     chroma: ChromaOpt = None
+    store: StoreOpt = None
     collection: CollectionOpt = None
     user_id: UserIdOpt = None
     agent_id: AgentIdOpt = None
@@ -220,6 +230,7 @@ class StoreFlags:
         return {
             "store.facts_file": str(self.facts_file) if self.facts_file else None,
             "store.chroma": self.chroma,
+            "store.memory_store": self.store,
             "store.collection": self.collection,
             "store.user_id": self.user_id,
             "store.agent_id": self.agent_id,
