@@ -59,7 +59,7 @@ class Thread:
 
 def is_checkpoint_db(conn: sqlite3.Connection) -> bool:
     cols = {r[1] for r in conn.execute(f'PRAGMA table_info("{TABLE}")')}
-    return COLUMNS <= cols
+    return cols >= COLUMNS
 
 
 def thread_summaries(path: str) -> list[tuple[str, int, str | None]]:
@@ -130,7 +130,9 @@ def state_messages(where: str, doc: dict[str, Any]) -> tuple[tuple[str, Any], ..
     if messages is None:
         return None
     if not isinstance(messages, list):
-        raise PathError(f"{where}.channel_values.messages", f"expected a list, got {_kind(messages)}")
+        raise PathError(
+            f"{where}.channel_values.messages", f"expected a list, got {_kind(messages)}"
+        )
     base = f"{where}.channel_values.messages"
     return tuple((f"{base}[{k}]", plain(f"{base}[{k}]", m)) for k, m in enumerate(messages))
 

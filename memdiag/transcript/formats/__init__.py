@@ -101,12 +101,14 @@ def load(
     *,
     skip_invalid: bool = False,
     select: str | None = None,
+    system: str | None = None,
 ) -> Transcript:
     """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
 
     ``select`` picks the conversation of a file that holds several (a chat export, an Agents
     SDK database) by id or title, or ``all``; without it such a file raises ChoiceNeeded,
-    which lists them.
+    which lists them. ``system`` is the system prompt the agent sends, for a file that does not
+    save it (``--system``): the first message of the transcript.
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
@@ -115,9 +117,10 @@ def load(
         None,
     )
     items: list[RawItem]
+    reader: Any
     if by_path is not None:
         source, items = by_path.read_path(path, skip_invalid, select)
-        name = by_path.name
+        name, reader = by_path.name, by_path
     else:
         source = read_source(path, skip_invalid)
         try:
@@ -127,7 +130,7 @@ def load(
                 f"{SHAPE_ERROR} format detection expects ({type(exc).__name__}: {clip(exc)})",
                 path=source.path,
             ) from None
-        reader: Any = FORMATS[name]
+        reader = FORMATS[name]
         if select is not None and not hasattr(reader, "select_flag"):
             raise UsageError(
                 "--session/--conversation choose among the conversations of an export or an "
@@ -153,12 +156,25 @@ def load(
                 check_tool_calls(item.tool_calls)
             except ValueError as exc:
                 raise InputError(str(exc), path=source.path, line=item.line or None) from None
+    notes = list(source.notes)
+    if system is not None:
+        items.insert(
+            0, RawMessage("system", system, id="system-prompt", metadata={"from": "--system"})
+        )
+    elif not getattr(reader, "saves_system_prompt", True) and not any(
+        isinstance(i, RawMessage) and i.role == "system" for i in items
+    ):
+        notes.append(
+            f"a {name} file does not save the agent's system prompt, so no window counts one; "
+            "give it with --system TEXT or --system @FILE (docs/framework-state.md)"
+        )
     return build(
         items,
         path=source.path,
         format=name,
         skipped=source.skipped,
         warnings=source.warnings,
+        notes=notes,
     )
 
 
