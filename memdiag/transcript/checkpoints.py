@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -72,9 +72,11 @@ def thread_summaries(path: str) -> list[tuple[str, int, str | None]]:
     return [(str(t), int(n), c) for t, n, c in rows]
 
 
-def read_thread(path: str, thread_id: str) -> Thread:
-    """The thread's checkpoints along its newest one's lineage. Raises PathError naming the row
-    and the field of a checkpoint that cannot be read."""
+def read_thread(
+    path: str, thread_id: str, skip: Callable[[PathError], None] | None = None
+) -> Thread:
+    """The thread's checkpoints along its newest one's lineage. A checkpoint that cannot be read
+    raises PathError naming the row and field, or, given ``skip``, is handed to it and left out."""
     with _open(path) as conn:
         rows = conn.execute(
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
@@ -92,10 +94,17 @@ def read_thread(path: str, thread_id: str) -> Thread:
         parent = by_id[at][2]
         at = str(parent) if parent is not None else None
     lineage.reverse()
-    checkpoints = tuple(
-        decode_row(f"{TABLE}[thread_id={thread_id}, checkpoint_id={r[1]}]", r[1:]) for r in lineage
-    )
-    return Thread(thread_id, checkpoints, len(root) - len(lineage), len(rows) - len(root))
+    checkpoints: list[Checkpoint] = []
+    for r in lineage:
+        try:
+            checkpoints.append(
+                decode_row(f"{TABLE}[thread_id={thread_id}, checkpoint_id={r[1]}]", r[1:])
+            )
+        except PathError as exc:
+            if skip is None:
+                raise
+            skip(exc)
+    return Thread(thread_id, tuple(checkpoints), len(root) - len(lineage), len(rows) - len(root))
 
 
 def decode_row(where: str, row: Sequence[Any]) -> Checkpoint:

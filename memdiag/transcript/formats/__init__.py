@@ -18,6 +18,7 @@ from memdiag.transcript.formats import (
     claude,
     langchain,
     langfuse,
+    langgraph,
     langsmith,
     letta,
     locomo,
@@ -53,6 +54,7 @@ _ALL: tuple[Format, ...] = (
     langsmith,
     langfuse,
     letta,
+    langgraph,
 )
 # name → format, in the order that help and error messages list them
 FORMATS: dict[str, Format] = {f.name: f for f in _ALL}
@@ -70,6 +72,7 @@ DETECTION_ORDER: tuple[Format, ...] = (
     openai_responses,
     chatgpt,
     claude,
+    langgraph,
     langchain,
     anthropic,
     canonical,
@@ -80,7 +83,8 @@ DETECTION_ORDER: tuple[Format, ...] = (
     openai_agents,  # never from parsed JSON: an SQLite file is detected by PATH_FORMATS
 )
 # formats read from the file itself rather than from parsed JSON (an SQLite database)
-PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents,)
+# (langgraph first: openai_agents takes any SQLite file and names what it lacks)
+PATH_FORMATS: tuple[PathFormat, ...] = (langgraph, openai_agents)
 
 
 def detect_format(source: Source) -> str:
