@@ -26,8 +26,8 @@ from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.transcript.msgpack import Ext, unpack
-from memdiag.transcript.source import PathError
 from memdiag.transcript.sqlitefile import connect_readonly
+from memdiag.transcript.toolkit import PathError, type_name
 
 TABLE = "checkpoints"
 COLUMNS = {"thread_id", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint", "metadata"}
@@ -112,7 +112,9 @@ def decode_row(where: str, row: Sequence[Any]) -> Checkpoint:
     cid, parent, kind, blob, meta_blob = row
     doc = _loads(f"{where}.checkpoint", kind, blob)
     if not isinstance(doc, dict):
-        raise PathError(f"{where}.checkpoint", f"expected a checkpoint object, got {_kind(doc)}")
+        raise PathError(
+            f"{where}.checkpoint", f"expected a checkpoint object, got {type_name(doc)}"
+        )
     meta = _metadata(f"{where}.metadata", meta_blob)
     step = meta.get("step")
     return Checkpoint(
@@ -132,7 +134,7 @@ def state_messages(where: str, doc: dict[str, Any]) -> tuple[tuple[str, Any], ..
     if values is None:
         return None
     if not isinstance(values, dict):
-        raise PathError(f"{where}.channel_values", f"expected an object, got {_kind(values)}")
+        raise PathError(f"{where}.channel_values", f"expected an object, got {type_name(values)}")
     messages = values.get("messages")
     if isinstance(messages, Ext) and messages.code == _DELTA_SNAPSHOT:
         messages = plain(f"{where}.channel_values.messages", messages)
@@ -140,7 +142,7 @@ def state_messages(where: str, doc: dict[str, Any]) -> tuple[tuple[str, Any], ..
         return None
     if not isinstance(messages, list):
         raise PathError(
-            f"{where}.channel_values.messages", f"expected a list, got {_kind(messages)}"
+            f"{where}.channel_values.messages", f"expected a list, got {type_name(messages)}"
         )
     base = f"{where}.channel_values.messages"
     return tuple((f"{base}[{k}]", plain(f"{base}[{k}]", m)) for k, m in enumerate(messages))
@@ -187,7 +189,7 @@ def _loads(where: str, kind: Any, blob: Any) -> Any:
     if isinstance(blob, str):
         blob = blob.encode("utf-8")
     if not isinstance(blob, bytes):
-        raise PathError(where, f"expected a blob, got {_kind(blob)}")
+        raise PathError(where, f"expected a blob, got {type_name(blob)}")
     if kind == "msgpack":
         try:
             return unpack(blob)
@@ -210,16 +212,12 @@ def _metadata(where: str, blob: Any) -> dict[str, Any]:
         return {}
     raw = blob.encode("utf-8") if isinstance(blob, str) else blob
     if not isinstance(raw, bytes):
-        raise PathError(where, f"expected a blob, got {_kind(blob)}")
+        raise PathError(where, f"expected a blob, got {type_name(blob)}")
     try:
         meta = json.loads(raw) if raw[:1] == b"{" else unpack(raw)
     except (ValueError, RecursionError) as exc:
         raise PathError(where, f"neither JSON nor msgpack ({exc})") from None
     return meta if isinstance(meta, dict) else {}
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 @contextmanager

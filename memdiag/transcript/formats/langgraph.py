@@ -1,7 +1,8 @@
-"""LangGraph checkpoints (docs/framework-state.md): a `SqliteSaver` database, or one checkpoint
-as `langchain_core.load.dumpd(checkpoint)` writes it.
+"""A LangGraph `SqliteSaver` checkpoint database (docs/framework-state.md), read directly:
+`memdiag replay checkpoints.sqlite --session THREAD` (one checkpoint, dumpd-ed, is
+`langgraph_checkpoint`).
 
-The database (`memdiag replay checkpoints.sqlite --session THREAD`): one thread is read
+One thread is read
 (`--session ID`, the only one, or `all`; otherwise the threads are listed), along the lineage of
 its newest checkpoint. The transcript holds every message that was ever in the thread's
 `messages` channel, in order of first appearance, with LangChain's ids; each reply that a graph
@@ -26,17 +27,21 @@ from memdiag.transcript.checkpoints import (
     Checkpoint,
     is_checkpoint_db,
     read_thread,
-    state_messages,
     thread_summaries,
 )
 from memdiag.transcript.events import RawWindow
-from memdiag.transcript.formats.langchain import is_message, read_message
+from memdiag.transcript.formats.base import Selection
+from memdiag.transcript.formats.langchain import read_message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.source import Choice, PathError, Source, bad_at, choose, read_source
+from memdiag.transcript.source import Choice, Source, choose
 from memdiag.transcript.sqlitefile import connect_readonly, is_sqlite
+from memdiag.transcript.toolkit import PathError, reject
 
 name = "langgraph"
-select_flag = "--session"
+# never from parsed JSON (detect is False): an SQLite file is found by detect_path
+detect_priority = 90
+examples = ("formats/langgraph_sqlite/checkpoints.sqlite",)
+selects = {"conversation": "--session"}  # a database holds many threads
 
 NOTE = (
     "LangGraph checkpoints hold the graph's state when each step starts: the {n} observed "
@@ -48,50 +53,14 @@ REMOVED_NOTE = (
     "{n} message(s) left the thread's state along the way (RemoveMessage: trimmed or "
     "summarized by the graph); the observed windows show which, turn by turn"
 )
-ONE_CHECKPOINT_NOTE = (
-    "one LangGraph checkpoint: the state at one step ({ts}); messages the graph removed "
-    "before it are not in it, and no window is known (a checkpoint database has them)"
-)
-
-
-# --- one checkpoint, dumpd-ed -------------------------------------------------------------
-
-
-def _is_checkpoint(doc: Any) -> bool:
-    values = doc.get("channel_values") if isinstance(doc, dict) else None
-    return (
-        isinstance(values, dict)
-        and "v" in doc
-        and isinstance(values.get("messages"), list)
-        and (not values["messages"] or is_message(values["messages"][0]))
-    )
 
 
 def detect(source: Source) -> bool:
-    return len(source.records) == 1 and _is_checkpoint(source.records[0][1])
+    return False  # a parsed JSON source is never an SQLite file: see detect_path
 
 
-def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
-    doc = source.records[0][1] if len(source.records) == 1 else None
-    if select is not None:
-        raise InputError(
-            "--session chooses a thread of a checkpoint database; one checkpoint is one state",
-            path=source.path,
-        )
-    if not _is_checkpoint(doc):
-        raise InputError(
-            "not a LangGraph checkpoint (expected {v, channel_values: {messages: [...]}})",
-            path=source.path,
-        )
-    source.notes.append(ONE_CHECKPOINT_NOTE.format(ts=doc.get("ts") or "time unknown"))
-    for where, msg in state_messages("", doc) or ():
-        try:
-            raw = read_message(where.lstrip("."), msg, 1)
-        except PathError as exc:
-            bad_at(source, skip_invalid, exc.where, exc.message)
-            continue
-        if raw is not None:
-            yield raw
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    raise source.error("not an SQLite file (expected a LangGraph checkpoint database)")
 
 
 # --- a checkpoint database ----------------------------------------------------------------
@@ -108,13 +77,16 @@ def detect_path(path: str | Path) -> bool:
 
 
 def read_path(
-    path: str | Path, skip_invalid: bool, select: str | None
+    path: str | Path, skip_invalid: bool, selection: Selection
 ) -> tuple[Source, list[RawItem]]:
     """The chosen threads of a checkpoint database as raw items (messages and windows)."""
     where = str(path)
-    if not is_sqlite(path):  # `--from langgraph` on one dumpd-ed checkpoint
-        source = read_source(path, skip_invalid)
-        return source, list(read(source, skip_invalid, select))
+    if not is_sqlite(path):
+        raise InputError(
+            "not an SQLite file (expected a LangGraph checkpoint database; one dumpd-ed "
+            "checkpoint is --from langgraph_checkpoint)",
+            path=where,
+        )
     source = Source(where, [], is_jsonl=False)
     threads = thread_summaries(where)
     if not threads:
@@ -124,9 +96,9 @@ def read_path(
     windows = removed = 0
 
     def skip(exc: PathError) -> None:
-        bad_at(source, skip_invalid, exc.where, exc.message)
+        reject(source, skip_invalid, exc)
 
-    for k in choose(where, "thread", select_flag, choices, select):
+    for k in choose(where, "thread", selects["conversation"], choices, selection.conversation):
         thread = read_thread(where, choices[k].id, skip)
         if thread.other_branches:
             source.warnings.append(
@@ -172,7 +144,7 @@ def _thread_items(
                 try:
                     raw = read_message(where, msg, 0)
                 except PathError as exc:
-                    bad_at(source, skip_invalid, exc.where, exc.message)
+                    reject(source, skip_invalid, exc)
                     raw = None
                 if raw is not None:
                     raw.id = raw.id or key
@@ -203,7 +175,7 @@ def _key(thread: str, msg: Any, k: int) -> str:
     """A message's identity across checkpoints: its LangChain id (add_messages gives every
     message one), else its thread and place."""
     if isinstance(msg, dict):
-        data = msg.get("kwargs") if isinstance(msg.get("kwargs"), dict) else msg
+        data: dict[str, Any] = msg["kwargs"] if isinstance(msg.get("kwargs"), dict) else msg
         ident = data.get("id")
         if isinstance(ident, str) and ident:
             return ident
