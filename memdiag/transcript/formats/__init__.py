@@ -155,7 +155,7 @@ def load(
         isinstance(i, RawMessage) and i.role == "system" for i in items
     ):
         notes.append(
-            f"a {name} file does not save the agent's system prompt, so no window counts one; "
+            f"the {name} file does not save the agent's system prompt, so no window counts one; "
             "give it with --system TEXT or --system @FILE (docs/framework-state.md)"
         )
     return build(
