@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import shutil
 import sqlite3
@@ -41,15 +42,8 @@ def test_a_thread_holds_every_message_that_was_ever_in_its_state() -> None:
     for state in STATES["mia-trip"]:
         every += [i for i in state["messages"] if i not in every]
     assert ids(t) == every  # LangGraph's ids, in order of first appearance
-    assert (
-        roles(t)
-        == ["system", *["user", "assistant"], "user", "assistant", "tool", "assistant"]
-        + [
-            "user",
-            "assistant",
-        ]
-        * 3
-    )
+    first_two = ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert roles(t) == first_two + ["user", "assistant"] * 3
     assert len(t.turns) == 5
     call = t.message("ai-2").tool_calls[0]
     assert call["id"] == "call_weather_1" and call["function"]["name"] == "get_weather"
@@ -63,7 +57,7 @@ def test_each_reply_has_the_window_of_the_state_its_step_started_from() -> None:
     t = load(DB, select="mia-trip")
     history = STATES["mia-trip"]
     expected = {}
-    for before, after in zip(history, history[1:], strict=False):
+    for before, after in itertools.pairwise(history):
         for new in (i for i in after["messages"] if i not in before["messages"]):
             if new.startswith("ai-") and after["source"] == "loop":
                 expected[new] = before["messages"]
