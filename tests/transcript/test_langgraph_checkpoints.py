@@ -239,3 +239,17 @@ def test_replay_and_convert_of_a_thread() -> None:
     records = [json.loads(line) for line in conv.stdout.splitlines()]
     assert sum(r.get("type") == "window" for r in records) == 6
     assert sum("role" in r for r in records) == len(load(DB, select="mia-trip").messages)
+
+
+def test_every_window_is_a_state_before_its_reply() -> None:
+    """For every thread: a window holds only messages that came before its reply, each once,
+    among them the user message of the reply's turn (the graph never trims the question)."""
+    t = load(DB, select="all")
+    assert t.windows
+    for w in t.windows:
+        assert all(i < w.before for i in w.indices)
+        assert len(set(w.ids)) == len(w.ids)
+        reply = t.messages[w.before]
+        turn = t.turn(reply.turn)
+        assert turn.user_index in w.indices
+        assert {t.messages[i].session for i in w.indices} == {reply.session}
