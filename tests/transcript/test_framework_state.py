@@ -111,3 +111,31 @@ def test_a_missing_system_file_is_one_line_exit_2(tmp_path: Path) -> None:
     )
     assert res.exit_code == 2
     assert str(missing) in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_check_takes_the_system_prompt_as_text_or_file(tmp_path: Path) -> None:
+    """The system prompt takes its room in every window: at a budget of 160 tokens the store's
+    five turns (151 tokens) keep the allergy, but not beside a 75-token system prompt."""
+    prompt = "You are a careful travel assistant. " * 10
+    (tmp_path / "prompt.txt").write_text(prompt, encoding="utf-8")
+
+    def run(system: str) -> int:
+        spec = tmp_path / "checks.yaml"
+        spec.write_text(
+            "version: 1\ncases:\n  - name: prompt\n"
+            f"    transcript: {LLAMA}\n    conversation: mia-trip\n{system}"
+            "    strategy: {name: sliding_window, budget: 160}\n"
+            "    expect:\n      - lost: allergic to peanuts\n        at_turn: 5\n"
+        )
+        return runner.invoke(app, ["check", str(spec), "-f", "json"]).exit_code
+
+    assert run("") == 1  # without it the allergy fits: `lost` fails
+    assert run(f"    system: {prompt.strip()}\n") == 0
+    assert run('    system: "@prompt.txt"\n') == 0
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(
+        f"version: 1\ncases:\n  - name: p\n    transcript: {LLAMA}\n    system: '@nope.txt'\n"
+        "    expect: [{kept: x}]\n"
+    )
+    res = runner.invoke(app, ["check", str(spec)])
+    assert res.exit_code == 2 and f"{spec}:5:" in res.stderr and "nope.txt" in res.stderr
