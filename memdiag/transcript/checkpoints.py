@@ -47,6 +47,9 @@ class Checkpoint:
     step: int | None
     source: str | None  # input | loop | update | fork
     messages: tuple[tuple[str, Any], ...] | None  # (path, message dict); None: no messages channel
+    # what a pre_model_hook gave the model node (the prebuilt ReAct agent's `llm_input_messages`),
+    # when this checkpoint's step wrote it; None otherwise
+    model_input: tuple[tuple[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,27 +128,39 @@ def decode_row(where: str, row: Sequence[Any]) -> Checkpoint:
         step=step if isinstance(step, int) and not isinstance(step, bool) else None,
         source=meta.get("source") if isinstance(meta.get("source"), str) else None,
         messages=state_messages(f"{where}.checkpoint", doc),
+        model_input=_model_input(f"{where}.checkpoint", doc),
     )
 
 
-def state_messages(where: str, doc: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
-    """The (path, message dict) of a checkpoint's `channel_values.messages`; None without it."""
+def state_messages(
+    where: str, doc: dict[str, Any], channel: str = "messages"
+) -> tuple[tuple[str, Any], ...] | None:
+    """The (path, message dict) of a checkpoint's `channel_values.messages` (or another
+    channel of messages); None without it."""
     values = doc.get("channel_values")
     if values is None:
         return None
     if not isinstance(values, dict):
         raise PathError(f"{where}.channel_values", f"expected an object, got {type_name(values)}")
-    messages = values.get("messages")
+    base = f"{where}.channel_values.{channel}"
+    messages = values.get(channel)
     if isinstance(messages, Ext) and messages.code == _DELTA_SNAPSHOT:
-        messages = plain(f"{where}.channel_values.messages", messages)
+        messages = plain(base, messages)
     if messages is None:
         return None
     if not isinstance(messages, list):
-        raise PathError(
-            f"{where}.channel_values.messages", f"expected a list, got {type_name(messages)}"
-        )
-    base = f"{where}.channel_values.messages"
+        raise PathError(base, f"expected a list, got {type_name(messages)}")
     return tuple((f"{base}[{k}]", plain(f"{base}[{k}]", m)) for k, m in enumerate(messages))
+
+
+def _model_input(where: str, doc: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
+    """`llm_input_messages` when this checkpoint's step wrote it (`updated_channels`, checkpoint
+    format 4): the model node's input that a pre_model_hook made. A value left from an earlier
+    step is not this step's."""
+    updated = doc.get("updated_channels")
+    if not isinstance(updated, list) or "llm_input_messages" not in updated:
+        return None
+    return state_messages(where, doc, "llm_input_messages")
 
 
 def plain(where: str, value: Any) -> Any:

@@ -253,3 +253,32 @@ def test_every_window_is_a_state_before_its_reply() -> None:
         turn = t.turn(reply.turn)
         assert turn.user_index in w.indices
         assert {t.messages[i].session for i in w.indices} == {reply.session}
+
+
+# --- a pre_model_hook that trims the model's input, not the state ---------------------------
+
+REACT = HERE / "react_agent.sqlite"
+REACT_STATES = json.loads((HERE / "react_states.json").read_text())
+
+
+def test_a_pre_model_hooks_input_is_the_window() -> None:
+    """create_react_agent(pre_model_hook=...) keeps every message in the state and saves what
+    the model node was given in `llm_input_messages`: that is each reply's window."""
+    t = load(REACT)
+    assert len(t.turns) == 4 and len(t.messages) == len(REACT_STATES[-1]["messages"])
+    given = [s["llm_input_messages"] for s in REACT_STATES if s["next"] == ["agent"]]
+    assert [list(w.ids) for w in t.windows] == given
+    allergy = t.messages[0]
+    assert "allergic to peanuts" in allergy.content
+    assert [allergy.id in w.ids for w in t.windows] == [True, True, False, False, False]
+    assert any("pre_model_hook gave the model node" in n for n in t.notes)
+    assert not any("not the request itself" in n for n in t.notes)
+
+
+def test_diagnose_finds_what_the_hook_trimmed() -> None:
+    res = runner.invoke(
+        app, ["diagnose", str(REACT), "--fact", "allergic to peanuts", "--at", "4", "-f", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    (d,) = json.loads(res.stdout)["diagnoses"]
+    assert d["verdict"] == "short_term_dropped" and d["details"]["strategy"] == "observed"

@@ -29,7 +29,7 @@ from memdiag.transcript.checkpoints import (
     read_thread,
     thread_summaries,
 )
-from memdiag.transcript.events import RawWindow
+from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import Selection
 from memdiag.transcript.formats.langchain import read_message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
@@ -40,13 +40,21 @@ from memdiag.transcript.toolkit import PathError, reject
 name = "langgraph"
 # never from parsed JSON (detect is False): an SQLite file is found by detect_path
 detect_priority = 90
-examples = ("formats/langgraph_sqlite/checkpoints.sqlite",)
+examples = (
+    "formats/langgraph_sqlite/checkpoints.sqlite",
+    "formats/langgraph_sqlite/react_agent.sqlite",
+)
 selects = {"conversation": "--session"}  # a database holds many threads
 
 NOTE = (
     "LangGraph checkpoints hold the graph's state when each step starts: the {n} observed "
     "window(s) are the state each model step started from, not the request itself; a system "
     "prompt, trimming or summary made inside a node without writing it to the state is not in "
+    "them (docs/framework-state.md)"
+)
+INPUT_NOTE = (
+    "{n} observed window(s) are what a pre_model_hook gave the model node "
+    "(llm_input_messages, saved in the checkpoints); a prompt the node adds itself is not in "
     "them (docs/framework-state.md)"
 )
 REMOVED_NOTE = (
@@ -93,7 +101,7 @@ def read_path(
         raise InputError("the checkpoints table holds no checkpoints", path=where)
     choices = [Choice(tid, "", n, unit="checkpoint") for tid, n, _ in threads]
     items: list[RawItem] = []
-    windows = removed = 0
+    windows = from_input = removed = 0
 
     def skip(exc: PathError) -> None:
         reject(source, skip_invalid, exc)
@@ -112,13 +120,17 @@ def read_path(
             )
         first = thread.checkpoints[0] if thread.checkpoints else None
         items.append(RawSession(thread.id, 0, first.ts if first else None))
-        thread_items, n_windows, n_removed = _thread_items(
+        thread_items, n_windows, n_input, n_removed = _thread_items(
             source, skip_invalid, thread.id, thread.checkpoints
         )
         items.extend(thread_items)
         windows += n_windows
+        from_input += n_input
         removed += n_removed
-    source.notes.append(NOTE.format(n=windows))
+    if windows - from_input or not windows:
+        source.notes.append(NOTE.format(n=windows - from_input))
+    if from_input:
+        source.notes.append(INPUT_NOTE.format(n=from_input))
     if removed:
         source.notes.append(REMOVED_NOTE.format(n=removed))
     return source, items
@@ -126,14 +138,14 @@ def read_path(
 
 def _thread_items(
     source: Source, skip_invalid: bool, thread: str, checkpoints: tuple[Checkpoint, ...]
-) -> tuple[list[RawItem], int, int]:
+) -> tuple[list[RawItem], int, int, int]:
     """(messages in order of first appearance + a window per reply a step wrote, windows,
-    messages removed from the state)."""
+    windows from a pre_model_hook's model input, messages removed from the state)."""
     items: list[RawItem] = []
     known: dict[str, RawMessage | None] = {}  # message key → its message (None: unreadable)
     before: list[str] | None = None  # message ids of the previous checkpoint's state
-    before_where = ""
-    windows = 0
+    before_cp: Checkpoint | None = None
+    windows = from_input = 0
     gone: set[str] = set()
     for cp in checkpoints:
         state: list[str] = []
@@ -154,21 +166,46 @@ def _thread_items(
             if known[key] is not None:
                 state.append(key)
         items.extend(new)
-        if before is not None:
+        if before is not None and before_cp is not None:
             gone |= set(before) - set(state)
-            if cp.source == "loop":  # a graph step wrote these: from the state before it
-                for m in new:
-                    if m.role == "assistant":
-                        items.append(
-                            RawWindow(
-                                before=str(m.id),
-                                ids=tuple(before),
-                                source=before_where,
-                            )
-                        )
-                        windows += 1
-        before, before_where = state, cp.where
-    return items, windows, len(gone)
+            replies = [m for m in new if m.role == "assistant"]
+            if cp.source == "loop" and replies:  # a graph step wrote them, from the state before
+                ids: tuple[str, ...] = tuple(before)
+                extra: tuple[Extra, ...] = ()
+                if before_cp.model_input is not None:  # unless a pre_model_hook said otherwise
+                    ids, extra = _model_input(source, skip_invalid, thread, before_cp, known)
+                    from_input += len(replies)
+                for m in replies:
+                    items.append(RawWindow(str(m.id), ids, extra, source=before_cp.where))
+                windows += len(replies)
+        before, before_cp = state, cp
+    return items, windows, from_input, len(gone)
+
+
+def _model_input(
+    source: Source,
+    skip_invalid: bool,
+    thread: str,
+    cp: Checkpoint,
+    known: dict[str, RawMessage | None],
+) -> tuple[tuple[str, ...], tuple[Extra, ...]]:
+    """The window of a pre_model_hook's `llm_input_messages`: the thread's messages it holds,
+    and, as a summary extra, any it made itself (a summarizing hook's summary)."""
+    ids: list[str] = []
+    extra: list[Extra] = []
+    for k, (where, msg) in enumerate(cp.model_input or ()):
+        key = _key(f"{thread}-input", msg, k)
+        if known.get(key) is not None:
+            ids.append(key)
+            continue
+        try:
+            raw = read_message(where, msg, 0)
+        except PathError as exc:
+            reject(source, skip_invalid, exc)
+            continue
+        if raw is not None:
+            extra.append(Extra("summary", raw.content))
+    return tuple(ids), tuple(extra)
 
 
 def _key(thread: str, msg: Any, k: int) -> str:
