@@ -70,3 +70,50 @@ def test_thoughts_are_metadata_and_state_events_are_not_messages(tmp_path: Path)
     assert t.messages[1].content == "Noted, Mia: no peanuts, ever."
     assert t.messages[1].metadata["reasoning"] == ["She is allergic."]
     assert "st" not in ids(t)
+
+
+COMPACTED = FORMATS / "adk" / "compacted_session.json"
+
+
+def test_event_compactions_are_recorded_summaries() -> None:
+    """EventsCompactionConfig(compaction_interval=2, overlap_size=0): after turns 2 and 4 ADK
+    appends a compaction; later requests send both summaries in place of their events."""
+    raw = json.loads(COMPACTED.read_text())
+    comps = [e["actions"]["compaction"] for e in raw["events"] if e["actions"].get("compaction")]
+    texts = ["".join(p["text"] for p in c["compacted_content"]["parts"]) for c in comps]
+    t = load(COMPACTED)
+    assert len(t.messages) == len(raw["events"]) - len(comps)  # a compaction is no message
+    assert [s.content for s in t.summaries] == [texts[0], texts[0] + "\n\n" + texts[1]]
+    for s, c in zip(t.summaries, comps, strict=True):
+        last = t.messages[s.replaces_through]
+        assert (
+            last.id
+            == max(
+                (e for e in raw["events"] if e["timestamp"] <= c["end_timestamp"] and e["content"]),
+                key=lambda e: e["timestamp"],
+            )["id"]
+        )
+
+
+def test_diagnose_replays_the_compactions_that_dropped_the_allergy() -> None:
+    from memdiag.cli import app
+    from tests.transcript.realdata import runner
+
+    res = runner.invoke(
+        app,
+        [
+            "diagnose",
+            str(COMPACTED),
+            "--fact",
+            "allergic to peanuts",
+            "-s",
+            "summary",
+            "--summarizer",
+            "recorded",
+            "-f",
+            "json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    (d,) = json.loads(res.stdout)["diagnoses"]
+    assert d["verdict"] == "short_term_summarized_away" and d["at_turn"] == 5

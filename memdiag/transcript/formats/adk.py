@@ -5,7 +5,9 @@ Each event is one turn of someone (`author`: the user or an agent) with `content
 parts}`; a part is `text` (`thought: true` parts are reasoning, kept as metadata),
 `function_call` (an OpenAI-shaped tool call, its id kept), `function_response` (a tool result
 paired by id), or data (`inline_data`, `file_data`, code and its result: metadata). Events
-without content (state changes) and streaming chunks (`partial`) are not messages. The event id
+without content (state changes) and streaming chunks (`partial`) are not messages. An event
+compaction (`actions.compaction`, from `EventsCompactionConfig`) is a recorded summary through
+the last message it covers (the `recorded` summarizer replays it). The event id
 is the message id; an agent's name is the message's `name`. Several sessions: `--session ID`
 (or `all`); otherwise they are listed.
 
@@ -20,14 +22,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
-from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
 from memdiag.transcript.source import Choice, Source, choose, drop_nulls, iso_time, openai_tool_call
 from memdiag.transcript.toolkit import PathError, expect, get_dict, get_list, get_str, reject, step
 
 name = "adk"
 # recognised by its own keys (`events` with `author`, `app_name`), with the exports
 detect_priority = 35
-examples = ("formats/adk/session.json", "formats/adk/sessions.json")
+examples = (
+    "formats/adk/session.json",
+    "formats/adk/sessions.json",
+    "formats/adk/compacted_session.json",
+)
 selects = {"conversation": "--session"}  # a file may hold several sessions
 saves_system_prompt = False  # the agent's instruction is built into each request, not saved
 
@@ -80,12 +86,55 @@ def read(
     ):
         where = f"[{n}]" if many else ""
         yield RawSession(listed[n].id, n + 1, iso_time(_first_ts(sessions[n])))
+        read: list[tuple[float, str]] = []  # (timestamp, id) of the messages so far
+        kept: list[tuple[float, float, str]] = []  # compactions the next requests send
         for k, event in enumerate(sessions[n]["events"]):
             at = step(step(where, "events"), k)
             try:
-                yield from _event(event, at, f"{listed[n].id}-e{k + 1}")
+                summary = _compaction(event, at, read, kept)
+                if summary is not None:
+                    yield summary
+                    continue
+                for m in _event(event, at, f"{listed[n].id}-e{k + 1}"):
+                    read.append((_ts(event), str(m.id)))
+                    yield m
             except PathError as exc:
                 reject(source, skip_invalid, exc)
+
+
+def _ts(event: Any) -> float:
+    value = event.get("timestamp") if isinstance(event, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _compaction(
+    event: Any, where: str, read: list[tuple[float, str]], kept: list[tuple[float, float, str]]
+) -> RawSummary | None:
+    """An event compaction (`actions.compaction`, ADK's EventsCompactionConfig): a recorded
+    summary through the last message it covers. ADK sends every summary that a later one does
+    not subsume, each in place of its events, so the summary is theirs together."""
+    if not isinstance(event, dict) or not isinstance(event.get("actions"), dict):
+        return None
+    comp = event["actions"].get("compaction")
+    if comp is None:
+        return None
+    at = step(step(where, "actions"), "compaction")
+    comp = expect(comp, dict, at, "a compaction object")
+    start, end = comp.get("start_timestamp"), comp.get("end_timestamp")
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in (start, end)):
+        raise PathError(at, "expected numbers start_timestamp and end_timestamp")
+    assert isinstance(start, (int, float)) and isinstance(end, (int, float))
+    content = get_dict(comp, "compacted_content", at, required=True)
+    parts = get_list(content, "parts", step(at, "compacted_content"))
+    text = "".join(
+        p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+    )
+    kept[:] = [c for c in kept if not (start <= c[0] and c[1] <= end)]  # subsumed by this one
+    kept.append((float(start), float(end), text))
+    covered = [mid for ts, mid in read if ts <= max(c[1] for c in kept)]
+    if not covered:
+        return None
+    return RawSummary("\n\n".join(c[2] for c in kept), replaces_through=covered[-1])
 
 
 def _first_ts(session: dict[str, Any]) -> Any:
