@@ -1,8 +1,10 @@
-"""Rule-based extraction of key entities (name, allergy, time zone, …) from text (SPEC §1, §4).
+"""Rule-based extraction of key entities (name, allergy, time zone, …) from text
+(docs/reference.md#concepts, §4).
 
 Rules are data (``memdiag/data/rules.yaml``, plus an optional user file with the same format):
 each names a field and regexes whose named group ``value`` captures the value. The scratchpad
-strategy pins what they find; ``strong_facts`` finds the SPEC §1 strong facts a replay tracks
+strategy pins what they find; ``strong_facts`` finds the docs/reference.md#concepts strong facts a
+replay tracks
 when the user gives no ``--fact``. Precision matters more than recall here: a wrong pin costs
 window tokens and misleads the diagnosis, a missed one only leaves the fact to the window.
 """
@@ -10,6 +12,7 @@ window tokens and misleads the diagnosis, a missed one only leaves the fact to t
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import itertools
 import re
@@ -22,6 +25,8 @@ from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.text import (
+    ENTITY_LINE,
+    PERSON_TYPES,
     LazyPattern,
     as_first_person,
     has_cjk,
@@ -97,7 +102,7 @@ class Extraction:
 
     field: str  # name, location, timezone, allergy, diet, preference, prohibition, ...
     value: str  # normalized value, e.g. "peanuts", "Mia", "UTC+8", "metric"
-    strong: bool  # SPEC §1 strong fact
+    strong: bool  # docs/reference.md#concepts strong fact
     span: tuple[int, int]  # of the value in the text (of the whole list for split values)
     rule: str  # rule id
 
@@ -143,6 +148,14 @@ class Extractor:
             if rule.multi is not None:
                 (multi.add if rule.multi else multi.discard)(rule.field)
         self.multi_fields: frozenset[str] = frozenset(multi)
+        self._memo: dict[str, list[Extraction]] | None = None
+
+    def memoized(self) -> Extractor:
+        """This extractor with a memo of ``extract`` by text: one run reads each distinct text
+        once, whichever strategy or replay asks (docs/engine.md). Same answers."""
+        twin = copy.copy(self)
+        twin._memo = {}
+        return twin
 
     def is_multi(self, field_name: str) -> bool:
         """Whether values of ``field_name`` accumulate rather than overwrite."""
@@ -218,7 +231,8 @@ class Extractor:
     def read_memory(
         self, text: str | None, metadata: Mapping[str, Any] | None = None
     ) -> list[Extraction]:
-        """The facts one stored memory states (SPEC §6), as the audit and diagnose read them.
+        """The facts one stored memory states (docs/reference.md#stores), as the audit and diagnose
+        read them.
 
         The text is read as a statement about the user in any phrasing memory systems write
         (first or third person, a name, no subject; English or Chinese). An explicit metadata
@@ -227,6 +241,16 @@ class Extractor:
         states nothing the rules recognize. Odd metadata types are ignored, never an error.
         """
         found = self.extract(as_first_person(text)) if text else []
+        if text and "(" in text:
+            # CrewAI's entity memory names a person: "Mia Lopez(Person): ..." states a name
+            entity = ENTITY_LINE.match(text)
+            if entity is not None and entity.group("type").strip().lower() in PERSON_TYPES:
+                name = " ".join(entity.group("name").split())
+                if name and not any(e.field == "name" for e in found):
+                    span = entity.span("name")
+                    found.insert(
+                        0, Extraction("name", name, self.is_strong("name"), span, "entity")
+                    )
         meta = metadata or {}
         key = _first_text(meta, SUBJECT_KEYS)
         if key is not None:
@@ -249,8 +273,13 @@ class Extractor:
 
     def extract(self, text: str) -> list[Extraction]:
         """Every value the rules find in ``text``, deduplicated by (field, value)."""
-        if not text:
-            return []
+        if not text or self._memo is None:
+            return self._extract(text) if text else []
+        if (found := self._memo.get(text)) is None:
+            found = self._memo[text] = self._extract(text)
+        return list(found) if found else []  # a copy: the caller may change its list
+
+    def _extract(self, text: str) -> list[Extraction]:
         folded = text.casefold()
         run = set(self._always)
         for k in self._keywords:
@@ -532,5 +561,5 @@ def load_extractor(extra_rules_path: str | None) -> Extractor:
 
 
 def strong_facts(text: str) -> list[Extraction]:
-    """The SPEC §1 strong facts the built-in rules find in ``text``."""
+    """The docs/reference.md#concepts strong facts the built-in rules find in ``text``."""
     return [e for e in default_extractor().extract(text) if e.strong]

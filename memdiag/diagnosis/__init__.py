@@ -1,4 +1,5 @@
-"""The verdict decision tree of SPEC §7: which memory layer lost fact F at turn T, and why.
+"""The verdict decision tree of docs/reference.md#verdicts: which memory layer lost fact F at turn
+T, and why.
 
 1. evidence (:mod:`.evidence`): where F was stated before T (none → ``never_stated``);
 2. evidence in T's session → short-term (:mod:`.short_term`): replay the configured strategy to
@@ -118,17 +119,22 @@ def diagnose(
     observed: bool = True,
     *,
     cache: bool = True,
+    keep: list[ReplayContext] | None = None,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
     all of them.
 
     ``progress(done, total)`` is called after each failure. With ``observed`` (the default), a
-    transcript that recorded its requests (SPEC §2b) is judged from them, and the simulated
+    transcript that recorded its requests (docs/reference.md#observed-windows) is judged from them,
+    and the simulated
     strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
-    user cache dir.
+    user cache dir. ``keep``: the run's replay context is appended to it (the --html report
+    replays from it instead of counting the transcript again).
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
+    if keep is not None:
+        keep.append(rctx)
     simulated = settings.strategy not in ("all", "observed")
     strategy = settings.strategy if simulated else "sliding_window"
     observed = observed and bool(transcript.windows)

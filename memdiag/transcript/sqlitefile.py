@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memdiag.errors import InputError
+from memdiag.fileio import path_stat
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -34,7 +35,7 @@ def connect_readonly(path: str) -> Iterator[sqlite3.Connection]:
     """
     wal = Path(path + "-wal")
     with tempfile.TemporaryDirectory(prefix="memdiag-") as tmp:
-        if wal.exists():
+        if path_stat(wal) is not None:  # a name the OS refuses is an InputError, not a crash
             target = Path(tmp) / "copy.db"
             shutil.copyfile(path, target)
             shutil.copyfile(wal, Path(tmp) / "copy.db-wal")

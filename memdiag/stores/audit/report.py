@@ -1,4 +1,5 @@
-"""What an audit returns: findings, typed store summaries, tier counts (SPEC §5, §6)."""
+"""What an audit returns: findings, typed store summaries, tier counts (docs/reference.md#commands,
+§6)."""
 
 from __future__ import annotations
 
@@ -40,16 +41,22 @@ class Finding:
     ids: tuple[str, ...]
     message: str
     collection: str | None = None
+    # what else a program needs to act on it (a duplicate by claim: ``{"match": "claim",
+    # "field": ..., "value": ...}``); only findings that carry one have the JSON key
+    detail: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of SPEC §5 (``kind``, ``severity``, ``ids``, ``message``, ...)."""
-        return {
+        """The JSON form of docs/stores.md (``kind``, ``severity``, ``ids``, ``message``, ...)."""
+        out: dict[str, Any] = {
             "kind": self.kind,
             "severity": self.severity,
             "ids": list(self.ids),
             "message": self.message,
             "collection": self.collection,
         }
+        if self.detail is not None:
+            out["detail"] = dict(self.detail)
+        return out
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class AuditReport:
     """Everything ``inspect-store`` reports: stores, records per memory tier, findings.
 
     ``tiers`` counts records per memory tier (``memdiag.stores.tiers``); the JSON key stays
-    ``"layers"``, the word SPEC uses.
+    ``"layers"``, the word the docs use.
     """
 
     stores: tuple[StoreSummary, ...]
