@@ -103,7 +103,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
             from memdiag.transcript import load
 
             assert case.transcript is not None
-            transcript = load(case.transcript, select=case.conversation)
+            transcript = load(case.transcript, select=case.conversation, system=case.system)
             if not transcript.turns:
                 raise InputError(
                     f"case {case.name!r}: {case.transcript} has no user messages, so no turns",

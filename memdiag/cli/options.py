@@ -99,6 +99,14 @@ ConversationOpt = Annotated[
         "without it, the conversations are listed.",
     ),
 ]
+SystemOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--system",
+        help="The system prompt the agent sends, for files that do not save it (AutoGen, "
+        "LlamaIndex, Google ADK state): TEXT, or @FILE to read it from a file.",
+    ),
+]
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
 ]
@@ -247,6 +255,7 @@ class InputFlags:
     skip_invalid: SkipInvalidOpt = False
     session: SessionOpt = None
     conversation: ConversationOpt = None
+    system: SystemOpt = None
 
 
 F = TypeVar("F", bound=Callable[..., Any])

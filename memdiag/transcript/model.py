@@ -118,6 +118,9 @@ class Transcript:
     # observed requests (docs/reference.md#observed-windows), by `before`
     windows: tuple[WindowEvent, ...] = ()
     retrievals: tuple[RetrievalEvent, ...] = ()  # recorded memory searches, by `before`
+    # what the source can and cannot tell (a framework's state without its system prompt, a
+    # checkpoint's state that is not the model's input): said to the user, not problems
+    notes: tuple[str, ...] = ()
 
     def window_at(self, number: int) -> WindowEvent | None:
         """The observed request of turn ``number`` that produced its final reply, if recorded."""
@@ -194,6 +197,7 @@ def build(
     format: str,
     skipped: int = 0,
     warnings: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> Transcript:
     """Assign ids, sessions and turns to a raw stream. Raises InputError on dangling references."""
     from memdiag.errors import InputError
@@ -326,6 +330,7 @@ def build(
         session_ts=session_ts,
         skipped=skipped,
         warnings=tuple(warn),
+        notes=tuple(notes),
         probes=tuple(probes),
         probe_problems=tuple(probe_problems),
         windows=windows,
