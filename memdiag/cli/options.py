@@ -71,8 +71,8 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude, otel, "
-        "langsmith, langfuse, letta.",
+        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude, "
+        "claude_code (or claude-code), codex, otel, langsmith, langfuse, letta.",
     ),
 ]
 SkipInvalidOpt = Annotated[
@@ -82,8 +82,16 @@ SessionOpt = Annotated[
     str | None,
     typer.Option(
         "--session",
-        help="Agents SDK database: the session to read (ID, or all); without it, the "
-        "sessions are listed.",
+        help="Agents SDK database or Claude Code project directory: the session to read (ID, "
+        "or all); without it, the sessions are listed.",
+    ),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="Claude Code session: read this subagent (its agentId, as the warning lists them) "
+        "instead of the main conversation.",
     ),
 ]
 ConversationOpt = Annotated[
@@ -231,6 +239,7 @@ class InputFlags:
     skip_invalid: SkipInvalidOpt = False
     session: SessionOpt = None
     conversation: ConversationOpt = None
+    agent: AgentOpt = None
 
 
 F = TypeVar("F", bound=Callable[..., Any])

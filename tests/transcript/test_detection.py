@@ -128,6 +128,8 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
         "openai_agents",
         "chatgpt",
         "claude",
+        "claude_code",
+        "codex",
         "otel",
         "langsmith",
         "langfuse",
@@ -145,7 +147,8 @@ def test_unknown_and_unrecognised_formats_list_the_registry(tmp_path: Path) -> N
     path = write_jsonl(tmp_path / "x.jsonl", [{"hello": "world"}])
     names = (
         "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval, "
-        "openai_responses, openai_agents, chatgpt, claude, otel, langsmith, langfuse, letta"
+        "openai_responses, openai_agents, chatgpt, claude, claude_code, codex, otel, langsmith, langfuse, "
+        "letta"
     )
     with pytest.raises(InputError, match=f"one of: {names} \\(use --from NAME\\)"):
         load(path)

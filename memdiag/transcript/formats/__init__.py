@@ -16,6 +16,8 @@ from memdiag.transcript.formats import (
     canonical,
     chatgpt,
     claude,
+    claude_code,
+    codex,
     langchain,
     langfuse,
     langsmith,
@@ -49,6 +51,8 @@ _ALL: tuple[Format, ...] = (
     openai_agents,
     chatgpt,
     claude,
+    claude_code,
+    codex,
     otel,
     langsmith,
     langfuse,
@@ -67,6 +71,8 @@ DETECTION_ORDER: tuple[Format, ...] = (
     langsmith,
     langfuse,
     letta,
+    claude_code,  # coding-agent sessions: JSON Lines of their own envelopes, before any chat
+    codex,
     openai_responses,
     chatgpt,
     claude,
@@ -80,7 +86,7 @@ DETECTION_ORDER: tuple[Format, ...] = (
     openai_agents,  # never from parsed JSON: an SQLite file is detected by PATH_FORMATS
 )
 # formats read from the file itself rather than from parsed JSON (an SQLite database)
-PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents,)
+PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents, claude_code)
 
 
 def detect_format(source: Source) -> str:
@@ -101,13 +107,17 @@ def load(
     *,
     skip_invalid: bool = False,
     select: str | None = None,
+    agent: str | None = None,
 ) -> Transcript:
     """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
 
     ``select`` picks the conversation of a file that holds several (a chat export, an Agents
     SDK database) by id or title, or ``all``; without it such a file raises ChoiceNeeded,
-    which lists them.
+    which lists them. ``agent`` picks one agent of a multi-agent session (a Claude Code
+    session's subagents); without it the main conversation is read.
     """
+    if fmt is not None:
+        fmt = fmt.replace("-", "_")  # `--from claude-code` names the claude_code format
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     by_path = next(
@@ -116,7 +126,10 @@ def load(
     )
     items: list[RawItem]
     if by_path is not None:
-        source, items = by_path.read_path(path, skip_invalid, select)
+        if hasattr(by_path, "agent_flag"):
+            source, items = by_path.read_path(path, skip_invalid, select, agent=agent)  # type: ignore[call-arg]
+        else:
+            source, items = by_path.read_path(path, skip_invalid, select)
         name = by_path.name
     else:
         source = read_source(path, skip_invalid)
@@ -128,13 +141,19 @@ def load(
                 path=source.path,
             ) from None
         reader: Any = FORMATS[name]
+        if agent is not None and not hasattr(reader, "agent_flag"):
+            raise UsageError(
+                f"--agent chooses an agent of a coding-agent session; a {name} file is read whole"
+            )
         if select is not None and not hasattr(reader, "select_flag"):
             raise UsageError(
                 "--session/--conversation choose among the conversations of an export or an "
                 f"Agents SDK database; a {name} file is read whole"
             )
         try:
-            if hasattr(reader, "select_flag"):  # holds several conversations: choose
+            if hasattr(reader, "agent_flag"):  # a session of several agents: choose one
+                items = list(reader.read(source, skip_invalid, select=select, agent=agent))
+            elif hasattr(reader, "select_flag"):  # holds several conversations: choose
                 items = list(reader.read(source, skip_invalid, select=select))
             else:
                 items = list(reader.read(source, skip_invalid))
