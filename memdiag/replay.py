@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, fold, match
@@ -21,6 +22,9 @@ from memdiag.strategies.base import Fit, PinChange, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
+
+if TYPE_CHECKING:
+    from memdiag.compactions import Compaction
 
 Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
@@ -416,6 +420,8 @@ class ReplayReport:
     facts: list[str]
     facts_found: bool  # True when the facts were found by the strong-fact extractor
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
+    # a coding agent's recorded compactions: what each kept and dropped (docs/coding-agents.md)
+    compactions: Sequence[Compaction] = ()
 
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
@@ -487,6 +493,19 @@ def run(
     for res in results:
         if res.name == "observed":  # recounted exactly, beside what the provider reported
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
+    comps: Sequence[Compaction] = ()
+    if any(ev.meta for ev in transcript.summaries):
+        from memdiag.compactions import compactions
+        from memdiag.diagnosis.observed import compaction_what_if
+
+        comps = compaction_what_if(rctx, compactions(transcript, rctx.costs, rctx.counter))
     return ReplayReport(
-        transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found, rctx.costs
+        transcript,
+        rctx.counter.encoding_name,
+        rctx.budget,
+        results,
+        tracked,
+        found,
+        rctx.costs,
+        comps,
     )

@@ -23,6 +23,7 @@ from memdiag.cli.options import (
     FormatOpt,
     HtmlOpt,
     InputFlags,
+    MemoryFileOpt,
     QuietOpt,
     StoreFlags,
     TopKOpt,
@@ -105,6 +106,7 @@ def replay(
     fact: FactOpt = None,
     window: WindowFlags = WindowFlags(),
     facts_file: FactsFileOpt = None,
+    memory_file: MemoryFileOpt = None,
     show: Annotated[
         str, typer.Option(help="Turns to list: changes (default), all, none.")
     ] = "changes",
@@ -140,6 +142,12 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
+        if memory_file:  # so are the instruction files (the procedural layer)
+            from memdiag.memory_files import load_memory_files, with_memory_files
+
+            memory = with_memory_files(
+                memory, load_memory_files(memory_file), settings.token_counter()
+            )
         per_strategy = len(t.turns)
         n = per_strategy * len(strategy_names(settings.strategy, t))
         recorder = None
@@ -178,6 +186,7 @@ def diagnose(
     at: AtOpt = None,
     window: WindowFlags = WindowFlags(),
     stores: StoreFlags = StoreFlags(),
+    memory_file: MemoryFileOpt = None,
     top_k: TopKOpt = None,
     probes: Annotated[
         bool,
@@ -223,6 +232,9 @@ def diagnose(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
         html_target(html)
+        from memdiag.memory_files import load_memory_files
+
+        files = load_memory_files(memory_file or ())
         t = load_transcript(transcript, reading)
         if probes:
             if fact or at is not None:
@@ -241,7 +253,14 @@ def diagnose(
             # a trace's own windows are the truth unless a simulated strategy is asked for
             observed = window.strategy in (None, "observed")
             diagnoses = run_diagnose(
-                t, settings, failures, opened, progress=tick, observed=observed, cache=not no_cache
+                t,
+                settings,
+                failures,
+                opened,
+                progress=tick,
+                observed=observed,
+                cache=not no_cache,
+                memory_files=files,
             )
             store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):

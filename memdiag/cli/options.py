@@ -75,6 +75,15 @@ FromOpt = Annotated[
         "claude_code (or claude-code), codex, otel, langsmith, langfuse, letta.",
     ),
 ]
+MemoryFileOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--memory-file",
+        help="An instruction file the agent reads at every session start (CLAUDE.md, AGENTS.md, "
+        "MEMORY.md; repeatable): its tokens count in the window, and a fact it states is "
+        "delivered by that layer.",
+    ),
+]
 SkipInvalidOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
 ]

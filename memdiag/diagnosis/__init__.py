@@ -45,6 +45,7 @@ from memdiag.stores.open import NO_MEMORY
 from memdiag.transcript.model import Transcript
 
 if TYPE_CHECKING:
+    from memdiag.memory_files import MemoryFile
     from memdiag.stores.open import LongTermStores
 
 
@@ -118,6 +119,7 @@ def diagnose(
     observed: bool = True,
     *,
     cache: bool = True,
+    memory_files: Sequence[MemoryFile] = (),
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
     all of them.
@@ -125,9 +127,16 @@ def diagnose(
     ``progress(done, total)`` is called after each failure. With ``observed`` (the default), a
     transcript that recorded its requests (SPEC §2b) is judged from them, and the simulated
     strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
-    user cache dir.
+    user cache dir. ``memory_files``: the agent's instruction files (CLAUDE.md, AGENTS.md), the
+    procedural layer injected whole at every session start: a fact they state is delivered.
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
+    if memory_files:
+        from memdiag.memory_files import with_memory_files
+
+        memory_text, memory_tokens = with_memory_files(
+            (memory_text, memory_tokens), memory_files, settings.token_counter()
+        )
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
     simulated = settings.strategy not in ("all", "observed")
     strategy = settings.strategy if simulated else "sliding_window"
@@ -136,10 +145,43 @@ def diagnose(
     out = []
     for f, ranking in zip(failures, rankings, strict=True):
         search = search_evidence(rctx, f, ranking, note, cache=cache)
-        out.append(diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
+        found = _in_memory_file(rctx, f, memory_files, search) if memory_files else None
+        out.append(found or diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
         if progress is not None:
             progress(len(out), len(failures))
     return out
+
+
+def _in_memory_file(
+    rctx: ReplayContext, failure: Failure, files: Sequence[MemoryFile], search: EvidenceSearch
+) -> Diagnosis | None:
+    """An instruction file that states the fact: the procedural layer delivered it."""
+    from memdiag.memory_files import find_in_files
+
+    hit = find_in_files(failure.fact, files)
+    if hit is None:
+        return None
+    f, line, text = hit
+    where = f"{f.name}, line {line}" if line else f.name
+    fix = (
+        f"{where} states it ({text!r}), and instruction files are injected whole at every "
+        "session start and after every compaction: the procedural layer delivered it. Look at "
+        "the prompt and the model (a rule in the window was not followed), not at memory."
+    )
+    return Diagnosis(
+        failure.fact,
+        failure.at_turn,
+        Verdict.in_context,
+        evidence=search.found[:TOP],
+        details=Details(
+            ProbeInfo.of(failure.probe) if failure.probe is not None else None,
+            search.semantic_search,
+            memory_file={"path": f.path, "line": line, "text": text},
+        ),
+        fixes=(fix,),
+        marker_id=failure.marker_id,
+        session=rctx.transcript.turn(failure.at_turn).session,
+    )
 
 
 def diagnose_one(

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
+from memdiag.compactions import Compaction, best_sentence, compaction_before, compactions
 from memdiag.diagnosis.short_term import kept_at, smallest_budget
 from memdiag.diagnosis.verdicts import (
     Failure,
@@ -76,12 +78,22 @@ def decide_observed_short_term(
         size_known(request),
     )
     held = _holds(failure.fact, request, at)
+    recorded = compactions(t, rctx.costs, rctx.counter) if t.summaries else []
     if held is not None:
+        where = held
+        comp: Compaction | None = None
+        if held == "summary" and recorded:
+            k = compaction_before(t, request.before)
+            comp = recorded[k - 1] if k else None
+        if comp is not None:
+            said = _quote(best_sentence(failure.fact, comp.summary))
+            where = f"in the summary of {comp.label()}: {said}"
         fix = (
-            f"The request of turn {failure.at_turn} held it ({held}): memory delivered it. Look "
+            f"The request of turn {failure.at_turn} held it ({where}): memory delivered it. Look "
             "at the prompt and the model, not at memory."
         )
-        return Outcome(Verdict.in_context, (fix,)), replace(base, kept_by=held)
+        kept = replace(base, kept_by=held, compaction=_brief(comp) if comp else None)
+        return Outcome(Verdict.in_context, (fix,)), kept
     session = msgs[request.before].session
     earlier = [
         w
@@ -115,6 +127,16 @@ def decide_observed_short_term(
         "summarized_away": " (replaced by a summary that does not state it)",
         "evicted": "",
     }[mechanism]
+    comp = None
+    if mechanism != "evicted" and recorded:
+        k = compaction_before(t, dropped_in.before, ids)
+        comp = recorded[k - 1] if k else None
+    if comp is not None:
+        how = (
+            f" (replaced by the summary of {comp.label()}, which does not state it)"
+            if mechanism == "summarized_away"
+            else f" (replaced by {comp.label()}, whose content cannot be read)"
+        )
     text = f"the request of turn {failure.at_turn} did not contain {', '.join(ids)}; {where}{how}"
     details = replace(
         base,
@@ -123,8 +145,19 @@ def decide_observed_short_term(
         lost_at_turn=lost_turn,
         mechanism=mechanism,
         explanation=text,
+        compaction=_brief(comp) if comp else None,
     )
     fixes = [text[0].upper() + text[1:] + "."]
+    if comp is not None:
+        first = msgs[min(at)]
+        said = _quote(best_sentence(failure.fact, first.content))
+        summary_line = comp.meta.get("summary_line", comp.line)
+        fixes.append(
+            f"Stated in {first.id} (turn {first.turn}{_line(first.line)}): {said}; the summary "
+            f"that replaced it (line {summary_line}) should have carried it, and says: "
+            f"{_quote(comp.summary)}"
+        )
+        fixes.append(_instruction_file_fix(t.format))
     if what_if:
         budget, wi = _what_if(rctx, failure, session)
         details = replace(details, what_if=wi, what_if_budget=budget)
@@ -135,6 +168,36 @@ def decide_observed_short_term(
         else (Verdict.short_term_summarized_away)
     )
     return Outcome(verdict, tuple(fixes), flags), details
+
+
+def _quote(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def _line(line: int) -> str:
+    return f", line {line}" if line else ""
+
+
+def _brief(c: Compaction) -> dict[str, Any]:
+    """A compaction as a diagnosis names it (the replay lists its kept/dropped statements)."""
+    out = c.to_dict()
+    out.pop("kept")
+    out.pop("dropped")
+    return out
+
+
+def instruction_file(fmt: str) -> str:
+    return {"claude_code": "CLAUDE.md", "codex": "AGENTS.md"}.get(fmt, "an instruction file")
+
+
+def _instruction_file_fix(fmt: str) -> str:
+    name = instruction_file(fmt)
+    return (
+        f"Put it in {name}: instruction files are injected whole at every session start and "
+        "after every compaction, so a rule there survives it (or restate it after compacting; "
+        "check with --memory-file)."
+    )
 
 
 def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, WhatIf]:
@@ -152,6 +215,36 @@ def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, 
     sized = rctx.with_budget(budget)
     kept = {name: kept_at(sized, name, failure.fact, failure.at_turn) for name in SIMULATED}
     return budget, WhatIf(kept, smallest_budget(sized, failure.fact, failure.at_turn))
+
+
+WHAT_IF_STATEMENTS = 10  # dropped statements checked per compaction (each is a replay per strategy)
+
+
+def compaction_what_if(rctx: ReplayContext, comps: Sequence[Compaction]) -> list[Compaction]:
+    """Each compaction with, for what it dropped, which simulated strategy would have kept it
+    at the first turn after it, at the agent's own size (as diagnose's what-if)."""
+    from memdiag.strategies import SIMULATED
+
+    t = rctx.transcript
+    out = []
+    for c in comps:
+        turn = c.after_turn + 1
+        if turn > len(t.turns) or not c.dropped:
+            out.append(c)
+            continue
+        sizes = [
+            request_tokens(w, rctx.costs, rctx.counter)
+            for w in t.windows
+            if t.messages[w.before].session == c.session and size_known(w)
+        ]
+        budget = rctx.settings.budget or (max(sizes) if sizes else rctx.budget)
+        sized = rctx.with_budget(budget)
+        checks = {
+            s.text: {name: kept_at(sized, name, s.text, turn) for name in SIMULATED}
+            for s in c.dropped[:WHAT_IF_STATEMENTS]
+        }
+        out.append(replace(c, what_if=checks, what_if_budget=budget, what_if_turn=turn))
+    return out
 
 
 def _what_if_fixes(budget: int, wi: WhatIf) -> list[str]:

@@ -141,7 +141,49 @@ def render_replay(console: Console, report: ReplayReport, show: str = "changes")
     console.print(legend, style="dim")
     for res in report.results:
         render_strategy(console, res, show)
+    render_compactions(console, report)
     render_survival(console, report)
+
+
+def render_compactions(console: Console, report: ReplayReport) -> None:
+    """Each compaction a coding agent recorded: its size before and after, and which of the
+    user's instructions and strong facts stated before it the summary kept or dropped."""
+    for c in report.compactions:
+        where = f"line {c.line}" if c.line is not None else f"#{c.index}"
+        console.rule(f"[bold]compaction {c.index} (session {escape(c.session)}, {where})[/]")
+        facts = [p for p in (c.ts, f"trigger {c.trigger}" if c.trigger else None) if p]
+        before = f"{c.tokens_before}" if c.tokens_before is not None else "?"
+        after = f"{c.tokens_after}" if c.tokens_after is not None else "?"
+        how = " (recounted)" if c.tokens_after_source == "recounted" else ""
+        facts.append(f"{before} tokens before → {after} after{how}")
+        facts.append(f"replaced {len(c.replaced)} messages (turns 1-{c.after_turn})")
+        stated = len(c.kept) + len(c.dropped)
+        facts.append(
+            f"its summary kept {len(c.kept)} of the {stated} instructions and strong facts "
+            "stated before it"
+        )
+        console.print(" · ".join(facts), highlight=False)
+        table = Table(title_justify="left", title="stated before the compaction")
+        table.add_column("summary")
+        table.add_column("turn", justify="right")
+        table.add_column("statement")
+        if c.what_if:
+            table.add_column(f"what-if at {c.what_if_budget} tokens (turn {c.what_if_turn})")
+        for st in c.dropped:
+            keepers = c.what_if.get(st.text, {})
+            kept = ", ".join(k for k, v in keepers.items() if v) or "none"
+            row: list[Text] = [
+                Text("dropped", style="red"),
+                Text(str(st.turn)),
+                Text(_clip(st.text)),
+            ]
+            table.add_row(*row, *([Text(f"kept by {kept}")] if c.what_if else []))
+        for st in c.kept:
+            row = [Text("kept", style="green"), Text(str(st.turn)), Text(_clip(st.text))]
+            table.add_row(*row, *([Text("")] if c.what_if else []))
+        if c.kept or c.dropped:
+            console.print(table)
+        console.print(Panel(Text(_clip(c.summary, 1200)), title="its summary", expand=False))
 
 
 def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:

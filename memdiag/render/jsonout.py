@@ -53,12 +53,17 @@ def fact_json(f: FactSurvival) -> dict[str, Any]:
 
 
 def replay_json(
-    transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
+    transcript: str,
+    encoding: str,
+    budget: int,
+    results: Sequence[StrategyReplay],
+    compactions: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     return {
         "transcript": transcript,
         "encoding": encoding,
         "budget": budget,
+        **({"compactions": list(compactions)} if compactions else {}),
         "strategies": {
             r.name: {
                 "turns": [turn_json(t) for t in r.turns],
@@ -71,7 +76,11 @@ def replay_json(
 
 
 def replay_json_chunks(
-    transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
+    transcript: str,
+    encoding: str,
+    budget: int,
+    results: Sequence[StrategyReplay],
+    compactions: Sequence[dict[str, Any]] = (),
 ) -> Iterator[str]:
     """``dumps(replay_json(...))`` written piece by piece, byte for byte the same text.
 
@@ -83,6 +92,8 @@ def replay_json_chunks(
     yield f'  "transcript": {_encode_str(transcript)},\n'
     yield f'  "encoding": {_encode_str(encoding)},\n'
     yield f'  "budget": {json.dumps(budget)},\n'
+    if compactions:  # a coding agent's recorded compactions (docs/coding-agents.md)
+        yield f'  "compactions": {dumps(list(compactions)).replace(chr(10), chr(10) + "  ")},\n'
     if not results:
         yield '  "strategies": {}\n}'
         return
@@ -148,8 +159,13 @@ def call_json(c: CallTokens) -> dict[str, Any]:
     }
 
 
-def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
-    """One line per strategy and turn, then one per fact: a stream for long transcripts."""
+def replay_jsonl(
+    results: Sequence[StrategyReplay], compactions: Sequence[dict[str, Any]] = ()
+) -> Iterator[str]:
+    """One line per strategy and turn, then one per fact: a stream for long transcripts
+    (after one line per recorded compaction of a coding agent)."""
+    for c in compactions:
+        yield json.dumps({"type": "compaction", **c}, ensure_ascii=False)
     for r in results:
         for t in r.turns:
             yield json.dumps({"strategy": r.name, **turn_json(t)}, ensure_ascii=False)

@@ -147,8 +147,8 @@ def test_unknown_and_unrecognised_formats_list_the_registry(tmp_path: Path) -> N
     path = write_jsonl(tmp_path / "x.jsonl", [{"hello": "world"}])
     names = (
         "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval, "
-        "openai_responses, openai_agents, chatgpt, claude, claude_code, codex, otel, langsmith, langfuse, "
-        "letta"
+        "openai_responses, openai_agents, chatgpt, claude, claude_code, codex, otel, langsmith, "
+        "langfuse, letta"
     )
     with pytest.raises(InputError, match=f"one of: {names} \\(use --from NAME\\)"):
         load(path)

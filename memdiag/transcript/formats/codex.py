@@ -42,9 +42,9 @@ def detect(source: Source) -> bool:
         if not isinstance(obj, dict):
             continue
         kind = obj.get("type")
-        if kind in ROLLOUT_TYPES and isinstance(obj.get("payload"), dict):
-            if kind in ("session_meta", "response_item", "turn_context", "compacted"):
-                return True
+        envelope = isinstance(obj.get("payload"), dict)
+        if envelope and kind in ("session_meta", "response_item", "turn_context", "compacted"):
+            return True
     return False
 
 
