@@ -16,8 +16,8 @@ Core: no typer/rich; typed results, nothing mutated.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memdiag.facts import FUZZY_THRESHOLD, match
@@ -226,3 +226,38 @@ def compaction_before(t: Transcript, request_before: int, covering: Sequence[str
             if not covering or replaced.intersection(covering):
                 found = k
     return found
+
+
+WHAT_IF_STATEMENTS = 10  # dropped statements checked per compaction (each: a replay per strategy)
+
+
+def with_what_if(
+    comps: Sequence[Compaction],
+    t: Transcript,
+    budget: int,
+    kept: Callable[[str, int, int], dict[str, bool]],
+) -> list[Compaction]:
+    """Each compaction with, for what it dropped, which simulated strategy would have kept it
+    at the first turn after it: ``kept(statement, turn, budget)`` replays them (the caller's
+    engine, so this module never imports it)."""
+    out = []
+    for c in comps:
+        turn = c.after_turn + 1
+        if turn > len(t.turns) or not c.dropped:
+            out.append(c)
+            continue
+        checks = {s.text: kept(s.text, turn, budget) for s in c.dropped[:WHAT_IF_STATEMENTS]}
+        out.append(replace(c, what_if=checks, what_if_budget=budget, what_if_turn=turn))
+    return out
+
+
+def agent_budget(t: Transcript, session: str, costs: Sequence[int], counter: Any) -> int | None:
+    """The agent's own size in a session: its largest recorded request that can be counted."""
+    from memdiag.strategies.observed import request_tokens, size_known
+
+    sizes = [
+        request_tokens(w, costs, counter)
+        for w in t.windows
+        if t.messages[w.before].session == session and size_known(w)
+    ]
+    return max(sizes) if sizes else None

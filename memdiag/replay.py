@@ -424,6 +424,31 @@ class ReplayReport:
     compactions: Sequence[Compaction] = ()
 
 
+def _compactions(rctx: ReplayContext) -> list[Compaction]:
+    """The recorded compactions, and which simulated strategy would have kept what each
+    dropped, at the agent's own size (--budget, else its largest recorded request)."""
+    from memdiag.compactions import agent_budget, compactions, with_what_if
+    from memdiag.strategies import SIMULATED
+
+    t = rctx.transcript
+    comps = compactions(t, rctx.costs, rctx.counter)
+    out: list[Compaction] = []
+    for c in comps:
+        own = agent_budget(t, c.session, rctx.costs, rctx.counter)
+        budget = rctx.settings.budget or own or rctx.budget
+        sized = rctx.with_budget(budget)
+
+        def kept(fact: str, turn: int, _: int, sized: ReplayContext = sized) -> dict[str, bool]:
+            out = {}
+            for name in SIMULATED:
+                s = replay(sized, name, [fact], until_turn=turn, from_session_of=turn).facts[0]
+                out[name] = s.kept_by is not None and s.lost_at_turn is None
+            return out
+
+        out.extend(with_what_if([c], t, budget, kept))
+    return out
+
+
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
     """The strategies of a run: 'all' is every simulated one, plus `observed` when the
     transcript recorded its windows (SPEC §2b)."""
@@ -495,10 +520,7 @@ def run(
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
     comps: Sequence[Compaction] = ()
     if any(ev.meta for ev in transcript.summaries):
-        from memdiag.compactions import compactions
-        from memdiag.diagnosis.observed import compaction_what_if
-
-        comps = compaction_what_if(rctx, compactions(transcript, rctx.costs, rctx.counter))
+        comps = _compactions(rctx)
     return ReplayReport(
         transcript,
         rctx.counter.encoding_name,

@@ -72,7 +72,7 @@ FromOpt = Annotated[
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
         "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude, "
-        "claude_code (or claude-code), codex, otel, langsmith, langfuse, letta.",
+        "claude_code, codex, otel, langsmith, langfuse, letta.",
     ),
 ]
 MemoryFileOpt = Annotated[

@@ -217,36 +217,6 @@ def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, 
     return budget, WhatIf(kept, smallest_budget(sized, failure.fact, failure.at_turn))
 
 
-WHAT_IF_STATEMENTS = 10  # dropped statements checked per compaction (each is a replay per strategy)
-
-
-def compaction_what_if(rctx: ReplayContext, comps: Sequence[Compaction]) -> list[Compaction]:
-    """Each compaction with, for what it dropped, which simulated strategy would have kept it
-    at the first turn after it, at the agent's own size (as diagnose's what-if)."""
-    from memdiag.strategies import SIMULATED
-
-    t = rctx.transcript
-    out = []
-    for c in comps:
-        turn = c.after_turn + 1
-        if turn > len(t.turns) or not c.dropped:
-            out.append(c)
-            continue
-        sizes = [
-            request_tokens(w, rctx.costs, rctx.counter)
-            for w in t.windows
-            if t.messages[w.before].session == c.session and size_known(w)
-        ]
-        budget = rctx.settings.budget or (max(sizes) if sizes else rctx.budget)
-        sized = rctx.with_budget(budget)
-        checks = {
-            s.text: {name: kept_at(sized, name, s.text, turn) for name in SIMULATED}
-            for s in c.dropped[:WHAT_IF_STATEMENTS]
-        }
-        out.append(replace(c, what_if=checks, what_if_budget=budget, what_if_turn=turn))
-    return out
-
-
 def _what_if_fixes(budget: int, wi: WhatIf) -> list[str]:
     keepers = [k for k, v in wi.kept_by_strategy.items() if v]
     fixes = [

@@ -85,8 +85,9 @@ DETECTION_ORDER: tuple[Format, ...] = (
     longmemeval,
     openai_agents,  # never from parsed JSON: an SQLite file is detected by PATH_FORMATS
 )
-# formats read from the file itself rather than from parsed JSON (an SQLite database)
-PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents, claude_code)
+# formats read from the file itself rather than from parsed JSON (an SQLite database), or
+# from a directory of sessions (Claude Code projects, Codex's sessions tree)
+PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents, claude_code, codex)
 
 
 def detect_format(source: Source) -> str:

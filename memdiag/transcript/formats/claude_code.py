@@ -39,11 +39,11 @@ from typing import Any
 from memdiag.errors import InputError
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
+from memdiag.transcript.session_dirs import read_sessions
 from memdiag.transcript.source import (
     Choice,
     Source,
     bad_at,
-    choose,
     iso_time,
     openai_tool_call,
     read_source,
@@ -54,8 +54,6 @@ select_flag = "--session"
 agent_flag = "--agent"
 MAIN = "main"
 MESSAGE_TYPES = ("user", "assistant")
-# records that are never messages; any other unknown type is left out the same way
-NOT_MESSAGES = ("progress", "file-history-snapshot", "summary", "queue-operation", "system")
 # the text of a user line that Claude Code wrote, not the user: slash commands and their output
 COMMAND_WRAPPERS = (
     "<command-name>",
@@ -97,8 +95,24 @@ def detect(source: Source) -> bool:
 
 
 def detect_path(path: str | Path) -> bool:
+    """A project directory whose sessions are Claude Code's (its newest session file says)."""
     p = Path(path)
-    return p.is_dir() and any(_sessions(p))
+    if not p.is_dir():
+        return False
+    files = _sessions(p)
+    return bool(files) and _looks_like_session(files[0])
+
+
+def _looks_like_session(f: Path, lines: int = 50) -> bool:
+    with f.open("rb") as fp:
+        for _, raw in zip(range(lines), fp, strict=False):
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if _is_record(obj) and obj["type"] in MESSAGE_TYPES and "uuid" in obj:
+                return True
+    return False
 
 
 def _sessions(directory: Path) -> list[Path]:
@@ -112,22 +126,15 @@ def _sessions(directory: Path) -> list[Path]:
 def read_path(
     path: str | Path, skip_invalid: bool, select: str | None, agent: str | None = None
 ) -> tuple[Source, list[RawItem]]:
-    directory = Path(path)
-    if not directory.is_dir():
-        source = read_source(path, skip_invalid)
-        return source, list(read(source, skip_invalid, agent=agent))
-    files = _sessions(directory)
-    if not files:
-        raise InputError("no Claude Code sessions (*.jsonl) in this directory", path=str(path))
-    choices = [_choice(f) for f in files]
-    picked = choose(str(path), "Claude Code session", select_flag, choices, select)
-    if len(picked) != 1:
-        raise InputError(
-            "--session all: read one session at a time (each is its own conversation)",
-            path=str(path),
-        )
-    source = read_source(files[picked[0]], skip_invalid)
-    return source, list(read(source, skip_invalid, agent=agent))
+    return read_sessions(
+        path,
+        _sessions,
+        _choice,
+        "Claude Code session",
+        select,
+        lambda one: read(one, skip_invalid, agent=agent),
+        skip_invalid,
+    )
 
 
 def _choice(f: Path) -> Choice:
@@ -527,8 +534,4 @@ def read(
     yield from b.out
 
 
-def agent_names(source: Source) -> list[str]:
-    return list(agents(source))
-
-
-__all__ = ["agent_names", "chain", "detect", "detect_path", "name", "read", "read_path"]
+__all__ = ["agents", "chain", "detect", "detect_path", "name", "read", "read_path"]

@@ -20,16 +20,21 @@ Each line is `{"timestamp", "type", "payload"}` (Codex's `RolloutItem`):
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
 from memdiag.transcript.responses_items import Item, read_items
-from memdiag.transcript.source import Source, bad_at, iso_time
+from memdiag.transcript.session_dirs import read_sessions
+from memdiag.transcript.source import Choice, Source, bad_at, iso_time
 
 name = "codex"
+select_flag = "--session"
 ROLLOUT_TYPES = ("session_meta", "response_item", "turn_context", "event_msg", "compacted")
 # the user items Codex writes itself at session start: instruction files and the environment
 INJECTED = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
@@ -46,6 +51,51 @@ def detect(source: Source) -> bool:
         if envelope and kind in ("session_meta", "response_item", "turn_context", "compacted"):
             return True
     return False
+
+
+# --- a directory of rollouts (~/.codex/sessions, or one of its days) ------------------------
+
+
+def _rollouts(directory: Path) -> list[Path]:
+    files = [f for f in directory.rglob("rollout-*.jsonl") if f.is_file()]
+    return sorted(files, key=lambda f: (-f.stat().st_mtime, f.name))
+
+
+def detect_path(path: str | Path) -> bool:
+    p = Path(path)
+    return p.is_dir() and bool(_rollouts(p))
+
+
+def read_path(
+    path: str | Path, skip_invalid: bool, select: str | None
+) -> tuple[Source, list[RawItem]]:
+    return read_sessions(
+        path,
+        _rollouts,
+        _choice,
+        "Codex rollout",
+        select,
+        lambda one: read(one, skip_invalid),
+        skip_invalid,
+    )
+
+
+def _choice(f: Path) -> Choice:
+    lines, title = 0, ""
+    with f.open("rb") as fp:
+        for raw in fp:
+            lines += 1
+            if not title and b'"user_message"' in raw:
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    continue
+                payload = obj.get("payload") if isinstance(obj, dict) else None
+                text = payload.get("message") if isinstance(payload, dict) else None
+                if isinstance(text, str):
+                    title = " ".join(text.split())[:60]
+    ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
+    return Choice(f.stem, title, lines, ts.isoformat(timespec="seconds"), unit="line")
 
 
 def _text_of_items(items: list[Any]) -> str:
@@ -186,4 +236,4 @@ def _interleave(
     return [*out, *windows]
 
 
-__all__ = ["detect", "name", "read"]
+__all__ = ["detect", "detect_path", "name", "read", "read_path"]
