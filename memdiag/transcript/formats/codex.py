@@ -113,7 +113,8 @@ def _text_of_items(items: list[Any]) -> str:
     return "\n".join(out)
 
 
-def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+    """One rollout (``select`` chooses among a directory's rollouts: see read_path)."""
     items: list[Item] = []
     marks: list[tuple[int, str, dict[str, Any]]] = []  # (line, kind, payload): compactions, counts
     session: RawSession | None = None
