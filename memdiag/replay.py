@@ -424,7 +424,7 @@ class ReplayReport:
     compactions: Sequence[Compaction] = ()
 
 
-def _compactions(rctx: ReplayContext) -> list[Compaction]:
+def recorded_compactions(rctx: ReplayContext) -> list[Compaction]:
     """The recorded compactions, and which simulated strategy would have kept what each
     dropped, at the agent's own size (--budget, else its largest recorded request)."""
     from memdiag.compactions import agent_budget, compactions, with_what_if
@@ -520,7 +520,7 @@ def run(
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
     comps: Sequence[Compaction] = ()
     if any(ev.meta for ev in transcript.summaries):
-        comps = _compactions(rctx)
+        comps = recorded_compactions(rctx)
     return ReplayReport(
         transcript,
         rctx.counter.encoding_name,

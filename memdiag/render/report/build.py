@@ -13,7 +13,7 @@ from typing import Any
 
 from memdiag.config import Settings
 from memdiag.render.report.data import TextRecorder, document, run_data
-from memdiag.replay import ReplayReport, prepare, replay, strategy_names
+from memdiag.replay import ReplayReport, prepare, recorded_compactions, replay, strategy_names
 from memdiag.transcript.model import Transcript
 
 
@@ -49,6 +49,7 @@ def replay_for_report(
     if getattr(transcript, "windows", None) and "observed" not in names:
         names.append("observed")  # the recorded requests of a trace: one more column
     results = [replay(rctx, name, facts, observe=recorder(name)) for name in names]
+    recorded = any(ev.meta for ev in transcript.summaries)
     report = ReplayReport(
         transcript,
         rctx.counter.encoding_name,
@@ -57,6 +58,7 @@ def replay_for_report(
         list(facts),
         False,
         rctx.costs,
+        recorded_compactions(rctx) if recorded else (),
     )
     return report, recorder
 
