@@ -14,6 +14,27 @@ from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage, RawSummary
 from memdiag.transcript.source import Choice, Source, choose, read_source
 
+HEAD_BYTES = 1 << 20  # what detection reads of a file: its first lines, never a whole big file
+
+
+def head_records(f: Path, lines: int = 50) -> list[object]:
+    """The JSON values of the first ``lines`` lines of ``f`` (at most HEAD_BYTES read; lines
+    that are not JSON are left out)."""
+    from memdiag.fileio import json_loads
+
+    try:
+        with f.open("rb") as fp:
+            head = fp.read(HEAD_BYTES)
+    except OSError:
+        return []
+    out: list[object] = []
+    for raw in head.splitlines()[:lines]:
+        try:
+            out.append(json_loads(raw.decode("utf-8", "replace")))
+        except ValueError:  # not JSON, or beyond the limits (json_loads raises LimitError)
+            continue
+    return out
+
 
 def suffix_ids(items: list[RawItem], suffix: str) -> list[RawItem]:
     """The items of one session with every message id (and every reference to one) suffixed:

@@ -25,6 +25,7 @@ from memdiag.errors import InputError, UsageError
 from memdiag.memory_files import load_memory_files
 from memdiag.transcript import load
 from memdiag.transcript.formats import claude_code
+from memdiag.transcript.formats.base import Selection
 from tests.transcript.common import FORMATS_DIR
 
 CC = FORMATS_DIR / "claude_code"
@@ -90,7 +91,7 @@ def test_a_real_subagent_file_is_that_agent_and_four_lines_are_one_reply() -> No
     assert sorted(m.tool_call_id or "" for m in tools) == sorted(uses)
     assert [m.tool_call_id for m in tools] != uses
     with pytest.raises(InputError, match=r"--agent nope: no such agent; this session has: agent-"):
-        load(AGENT, agent="nope")
+        load(AGENT, selection=Selection(agent="nope"))
 
 
 def _project(tmp_path: Path) -> Path:
@@ -108,7 +109,7 @@ def test_subagents_are_listed_and_read_with_agent(tmp_path: Path) -> None:
     main = load(project / MAIN.name)
     assert [m.role for m in main.messages] == ["user", "assistant", "tool"]
     assert any("agent-a0294d5" in w and "--agent" in w for w in main.warnings)
-    sub = load(project / MAIN.name, agent="a0294d5")
+    sub = load(project / MAIN.name, selection=Selection(agent="a0294d5"))
     assert sub.messages[0].content == lines(AGENT)[0]["message"]["content"]
     # the directory lists its sessions, and --session reads one
     with pytest.raises(InputError, match="holds 2 Claude Code sessions"):
@@ -449,4 +450,4 @@ def test_codex_directory_lists_rollouts(tmp_path: Path) -> None:
 
 def test_agent_flag_on_a_plain_transcript_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
-        load(FORMATS_DIR / "sharegpt.jsonl", agent="x")
+        load(FORMATS_DIR / "sharegpt.jsonl", selection=Selection(agent="x"))

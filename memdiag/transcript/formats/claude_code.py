@@ -37,21 +37,26 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.fileio import json_loads
 from memdiag.transcript.events import Extra, RawWindow
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
-from memdiag.transcript.session_dirs import read_sessions
-from memdiag.transcript.source import (
-    Choice,
-    Source,
-    bad_at,
-    iso_time,
-    openai_tool_call,
-    read_source,
-)
+from memdiag.transcript.session_dirs import head_records, read_sessions
+from memdiag.transcript.source import Choice, Source, iso_time, openai_tool_call, read_source
+from memdiag.transcript.toolkit import PathError, reject
 
 name = "claude_code"
-select_flag = "--session"
-agent_flag = "--agent"
+# after the traces (10-19, whose documents are never session lines) and before the Responses
+# items (20) and every chat format: its lines are Claude Code's own envelopes
+detect_priority = 18
+examples = (
+    "formats/claude_code/3a7770b4-aba3-46dd-b677-8fc2d71d4e06.jsonl",
+    "formats/claude_code/agent-a0294d5.jsonl",
+    "formats/claude_code/dag_compact_after_rewind.jsonl",
+    "formats/claude_code/forgets_rule.jsonl",
+)
+# a project directory holds many sessions; a session, several agents (its subagents)
+selects = {"conversation": "--session", "agent": "--agent"}
 MAIN = "main"
 MESSAGE_TYPES = ("user", "assistant")
 # the text of a user line that Claude Code wrote, not the user: slash commands and their output
@@ -95,24 +100,25 @@ def detect(source: Source) -> bool:
 
 
 def detect_path(path: str | Path) -> bool:
-    """A project directory whose sessions are Claude Code's (its newest session file says)."""
+    """A session file, or a project directory whose newest session is one."""
     p = Path(path)
+    if p.is_file():
+        return _looks_like_session(p)
     if not p.is_dir():
         return False
     files = _sessions(p)
     return bool(files) and _looks_like_session(files[0])
 
 
-def _looks_like_session(f: Path, lines: int = 50) -> bool:
-    with f.open("rb") as fp:
-        for _, raw in zip(range(lines), fp, strict=False):
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue
-            if _is_record(obj) and obj["type"] in MESSAGE_TYPES and "uuid" in obj:
-                return True
-    return False
+def _looks_like_session(f: Path) -> bool:
+    return any(
+        _is_record(obj)
+        and isinstance(obj, dict)
+        and obj["type"] in MESSAGE_TYPES
+        and "uuid" in obj
+        and isinstance(obj.get("message"), dict)
+        for obj in head_records(f)
+    )
 
 
 def _sessions(directory: Path) -> list[Path]:
@@ -124,15 +130,15 @@ def _sessions(directory: Path) -> list[Path]:
 
 
 def read_path(
-    path: str | Path, skip_invalid: bool, select: str | None, agent: str | None = None
+    path: str | Path, skip_invalid: bool, selection: Selection = NO_SELECTION
 ) -> tuple[Source, list[RawItem]]:
     return read_sessions(
         path,
         _sessions,
         _choice,
         "Claude Code session",
-        select,
-        lambda one: read(one, skip_invalid, agent=agent),
+        selection.conversation,
+        lambda one: read(one, skip_invalid, Selection(agent=selection.agent)),
         skip_invalid,
     )
 
@@ -147,7 +153,7 @@ def _choice(f: Path) -> Choice:
             lines += 1
             if not title and b'"type":"user"' in raw:
                 try:
-                    obj = json.loads(raw)
+                    obj = json_loads(raw.decode("utf-8", "replace"))
                 except ValueError:
                     continue
                 text = _user_text(obj)
@@ -302,7 +308,7 @@ class _Build:
                 texts.append(block)
                 continue
             if not isinstance(block, dict):
-                raise ValueError(f"message.content[{k}] must be an object")
+                raise PathError(f"message.content[{k}]", "must be an object")
             kind = block.get("type")
             if kind == "tool_result":
                 results += 1
@@ -359,7 +365,7 @@ class _Build:
         calls = list(reply.tool_calls)
         for k, block in enumerate(blocks):
             if not isinstance(block, dict):
-                raise ValueError(f"message.content[{k}] must be an object")
+                raise PathError(f"message.content[{k}]", "must be an object")
             kind = block.get("type")
             if kind == "text":
                 texts.append(str(block.get("text", "")))
@@ -461,8 +467,11 @@ def _result_text(content: Any) -> tuple[str, dict[str, Any]]:
 
 
 def read(
-    source: Source, skip_invalid: bool, select: str | None = None, agent: str | None = None
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
 ) -> Iterator[RawItem]:
+    """One session file: its main conversation, or the agent ``selection.agent`` names (a
+    ``--session`` choice is for a directory: see read_path)."""
+    agent = selection.agent
     by_agent = agents(source)
     if not by_agent:
         raise InputError("no Claude Code lines (uuid, parentUuid, sessionId)", path=source.path)
@@ -515,11 +524,10 @@ def read(
             continue
         msg = obj.get("message")
         if not isinstance(msg, dict):
-            bad_at(
+            reject(
                 source,
                 skip_invalid,
-                "message",
-                "missing (an object with role and content)",
+                PathError("message", "missing (an object with role and content)"),
                 ln.line,
             )
             continue
@@ -528,8 +536,8 @@ def read(
                 b.user(ln, msg)
             else:
                 b.assistant(ln, msg)
-        except ValueError as exc:
-            bad_at(source, skip_invalid, "", str(exc), ln.line)
+        except PathError as exc:
+            reject(source, skip_invalid, exc, ln.line)
     b.out.extend(b.windows)
     yield from b.out
 

@@ -21,20 +21,29 @@ Each line is `{"timestamp", "type", "payload"}` (Codex's `RolloutItem`):
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.fileio import json_loads
 from memdiag.transcript.events import Extra, RawWindow
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
 from memdiag.transcript.responses_items import Item, read_items
-from memdiag.transcript.session_dirs import read_sessions
-from memdiag.transcript.source import Choice, Source, bad_at, iso_time
+from memdiag.transcript.session_dirs import head_records, read_sessions
+from memdiag.transcript.source import Choice, Source, iso_time
+from memdiag.transcript.toolkit import PathError, reject
 
 name = "codex"
-select_flag = "--session"
+# after the traces (10-19) and before the Responses items (20): a rollout line wraps its item
+# in an envelope, which no other format has
+detect_priority = 19
+examples = (
+    "formats/codex/sample_codex_session.jsonl",
+    "formats/codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+)
+selects = {"conversation": "--session"}  # a sessions directory holds many rollouts
 ROLLOUT_TYPES = ("session_meta", "response_item", "turn_context", "event_msg", "compacted")
 # the user items Codex writes itself at session start: instruction files and the environment
 INJECTED = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
@@ -43,14 +52,7 @@ INJECTED = ("# AGENTS.md instructions", "<environment_context>", "<user_instruct
 def detect(source: Source) -> bool:
     if not source.is_jsonl:
         return False
-    for _, obj in source.records[:50]:
-        if not isinstance(obj, dict):
-            continue
-        kind = obj.get("type")
-        envelope = isinstance(obj.get("payload"), dict)
-        if envelope and kind in ("session_meta", "response_item", "turn_context", "compacted"):
-            return True
-    return False
+    return any(_is_rollout_line(obj) for _, obj in source.records[:50])
 
 
 # --- a directory of rollouts (~/.codex/sessions, or one of its days) ------------------------
@@ -62,19 +64,30 @@ def _rollouts(directory: Path) -> list[Path]:
 
 
 def detect_path(path: str | Path) -> bool:
+    """A rollout file, or a directory holding rollouts (``rollout-*.jsonl``)."""
     p = Path(path)
+    if p.is_file():
+        return any(_is_rollout_line(obj) for obj in head_records(p))
     return p.is_dir() and bool(_rollouts(p))
 
 
+def _is_rollout_line(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and obj.get("type") in ("session_meta", "response_item", "turn_context", "compacted")
+        and isinstance(obj.get("payload"), dict)
+    )
+
+
 def read_path(
-    path: str | Path, skip_invalid: bool, select: str | None
+    path: str | Path, skip_invalid: bool, selection: Selection = NO_SELECTION
 ) -> tuple[Source, list[RawItem]]:
     return read_sessions(
         path,
         _rollouts,
         _choice,
         "Codex rollout",
-        select,
+        selection.conversation,
         lambda one: read(one, skip_invalid),
         skip_invalid,
     )
@@ -87,7 +100,7 @@ def _choice(f: Path) -> Choice:
             lines += 1
             if not title and b'"user_message"' in raw:
                 try:
-                    obj = json.loads(raw)
+                    obj = json_loads(raw.decode("utf-8", "replace"))
                 except ValueError:
                     continue
                 payload = obj.get("payload") if isinstance(obj, dict) else None
@@ -113,22 +126,24 @@ def _text_of_items(items: list[Any]) -> str:
     return "\n".join(out)
 
 
-def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
-    """One rollout (``select`` chooses among a directory's rollouts: see read_path)."""
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    """One rollout (``--session`` chooses among a directory's rollouts: see read_path)."""
     items: list[Item] = []
     marks: list[tuple[int, str, dict[str, Any]]] = []  # (line, kind, payload): compactions, counts
     session: RawSession | None = None
     models: list[tuple[int, str]] = []
     for line, obj in source.records:
         if not isinstance(obj, dict):
-            bad_at(source, skip_invalid, "", "a rollout line must be an object", line)
+            reject(source, skip_invalid, "a rollout line must be an object", line)
             continue
         kind = obj.get("type")
         payload = obj.get("payload")
         if kind not in ROLLOUT_TYPES:
             continue  # newer record types: not messages
         if not isinstance(payload, dict):
-            bad_at(source, skip_invalid, "payload", "missing (an object)", line)
+            reject(source, skip_invalid, PathError("payload", "missing (an object)"), line)
             continue
         if kind == "session_meta":
             sid = payload.get("id")

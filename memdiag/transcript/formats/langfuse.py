@@ -21,12 +21,11 @@ from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.formats.langsmith import message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.source import Source
+from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
     CallLedger,
-    PathError,
     ancestors,
     as_text,
-    bad,
     first_record,
     int_or_none,
     records_of,
@@ -35,6 +34,10 @@ from memdiag.transcript.tracing import (
 )
 
 name = "langfuse"
+# a trace format: asked before the chat formats, which could take a generation's messages
+detect_priority = 12
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/traces/langfuse_observations.json",)
 
 _TYPES = {
     "GENERATION",
@@ -192,7 +195,7 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             outputs = _reply(o.get("output"), f"{where}.output")
             tokens = _prompt_tokens(o, where)
         except PathError as exc:
-            bad(source, skip_invalid, exc)
+            reject(source, skip_invalid, exc)
             continue
         model = o.get("model")
         yield from ledger.call(

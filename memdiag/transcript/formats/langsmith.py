@@ -20,14 +20,12 @@ from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.formats.langchain import is_message as is_langchain_message
 from memdiag.transcript.formats.langchain import read_message as read_langchain_message
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.source import PathError as SourcePathError
 from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
     CallLedger,
-    PathError,
     ancestors,
     as_text,
-    bad,
     first_record,
     int_or_none,
     records_of,
@@ -36,6 +34,13 @@ from memdiag.transcript.tracing import (
 )
 
 name = "langsmith"
+# a trace format: asked before the chat formats, which could take a run's messages for a chat
+detect_priority = 11
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/traces/langsmith_wrap_openai.json",
+    "formats/traces/langsmith_runs.json",
+)
 
 THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
 
@@ -59,10 +64,7 @@ def _runs(source: Source) -> list[tuple[str, dict[str, Any]]]:
 def message(m: Any, where: str) -> RawMessage:
     """One message of a run's inputs/outputs: LangChain serialized, or an OpenAI-style dict."""
     if is_langchain_message(m):
-        try:
-            found = read_langchain_message(where, m, 0)
-        except SourcePathError as exc:
-            raise PathError(exc.where, exc.message) from None
+        found = read_langchain_message(where, m, 0)
         if found is None:
             raise PathError(where, "a RemoveMessage marker where a message was sent")
         return found
@@ -200,7 +202,7 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             outputs = _outputs(run, where)
             tokens, model = _prompt_tokens(run, where), _model(run, where)
         except PathError as exc:
-            bad(source, skip_invalid, exc)
+            reject(source, skip_invalid, exc)
             continue
         yield from ledger.call(inputs, outputs, prompt_tokens=tokens, model=model, source=where)
     if nested:

@@ -27,13 +27,12 @@ from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
 from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
     Call,
     CallLedger,
-    PathError,
     ancestors,
     as_text,
-    bad,
     first_record,
     int_or_none,
     maybe_json,
@@ -45,6 +44,19 @@ from memdiag.transcript.tracing import (
 )
 
 name = "otel"
+# asked first with the other traces: a trace's documents are never chats, but a chat reader
+# could take their message lists for one
+detect_priority = 10
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/traces/otel_openai_v2.jsonl",
+    "formats/traces/otel_spans.json",
+    "formats/traces/otel_otlp.json",
+    "formats/traces/otel_events.json",
+    "formats/traces/otel_openai_openinference.json",
+    "formats/traces/otel_openai_traceloop.json",
+    "formats/traces/otel_console.log",
+)
 
 INFERENCE = {"chat", "text_completion", "generate_content"}
 # a conversation: OpenTelemetry's attribute, then OpenInference's and OpenLLMetry's; without one
@@ -339,7 +351,7 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
                     "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
                 )
         except PathError as exc:
-            bad(source, skip_invalid, exc)
+            reject(source, skip_invalid, exc)
             continue
         a = span.attributes
         model = (
