@@ -40,9 +40,20 @@ class Statement:
     message_id: str
     turn: int
     kind: str  # instruction | strong_fact (field name of the extractor)
+    # dropped by the summary, but the injected memories state it (an instruction file, the
+    # profile): it is still in the window
+    in_memories: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "message": self.message_id, "turn": self.turn, "kind": self.kind}
+        out: dict[str, Any] = {
+            "text": self.text,
+            "message": self.message_id,
+            "turn": self.turn,
+            "kind": self.kind,
+        }
+        if self.in_memories:
+            out["in_memories"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -167,12 +178,13 @@ def _first_request_after(t: Transcript, ev: SummaryEvent) -> Any:
 
 
 def compactions(
-    t: Transcript, costs: Sequence[int] | None = None, counter: Any = None
+    t: Transcript, costs: Sequence[int] | None = None, counter: Any = None, memories: str = ""
 ) -> list[Compaction]:
     """The transcript's recorded compactions (summary events a coding-agent reader wrote).
 
     With ``costs`` and ``counter`` (the run's token counts), a compaction that did not
-    report its size after is given memdiag's count of the first request after it.
+    report its size after is given memdiag's count of the first request after it. A dropped
+    statement that ``memories`` (the injected instruction files and profile) states is marked.
     """
     from memdiag.strategies.observed import request_tokens
 
@@ -184,6 +196,11 @@ def compactions(
         replaced = tuple(m.id for m in t.messages[: ev.replaces_through + 1])
         stated = statements(t.messages[: ev.replaces_through + 1])
         kept, dropped = kept_and_dropped(ev.content, stated)
+        if memories:
+            dropped = tuple(
+                replace(s, in_memories=match(s.text, memories, FUZZY_THRESHOLD) is not None)
+                for s in dropped
+            )
         after = _int(meta.get("post_tokens"))
         source = "reported" if after is not None else None
         if after is None and costs is not None and counter is not None:

@@ -30,6 +30,10 @@ _PROHIBITION = re.compile(
 )
 _ALWAYS = re.compile(r"\b(?:always|must|make sure|remember to|every time)\b", re.IGNORECASE)
 _COMMAND = re.compile(r"`([^`\n]{2,120})`")
+# a line that starts with an imperative: an instruction ("Use conventional commits", "Prefer ...")
+_IMPERATIVE = re.compile(
+    r"^(?:use|run|prefer|keep|write|add|remove|put|follow|ask|check|update|test)\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class MemoryRule:
 
     line: int
     text: str
-    kind: str  # prohibition | always | command | a strong-fact field of the extractor
+    kind: str  # prohibition | always | command | instruction | a strong-fact field
 
     def to_dict(self) -> dict[str, Any]:
         return {"line": self.line, "text": self.text, "kind": self.kind}
@@ -53,6 +57,9 @@ class MemoryFile:
     @property
     def name(self) -> str:
         return Path(self.path).name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "rules": [r.to_dict() for r in self.rules]}
 
     def find(self, fact: str) -> tuple[int, str] | None:
         """Where this file states ``fact``: (line, the line's text), best line first; the whole
@@ -93,6 +100,8 @@ def _rules(text: str) -> tuple[MemoryRule, ...]:
             out.append(MemoryRule(k, line, "always"))
         elif _COMMAND.match(line):
             out.append(MemoryRule(k, line, "command"))
+        elif _IMPERATIVE.match(line):
+            out.append(MemoryRule(k, line, "instruction"))
         else:
             strong = [e for e in extractor.extract(line) if e.strong]
             if strong:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, fold, match
@@ -25,6 +25,7 @@ from memdiag.transcript.model import Transcript
 
 if TYPE_CHECKING:
     from memdiag.compactions import Compaction
+    from memdiag.memory_files import MemoryFile
 
 Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
@@ -422,6 +423,17 @@ class ReplayReport:
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
     # a coding agent's recorded compactions: what each kept and dropped (docs/coding-agents.md)
     compactions: Sequence[Compaction] = ()
+    # the instruction files given with --memory-file (injected at every turn)
+    memory_files: Sequence[MemoryFile] = ()
+
+    def extra(self) -> dict[str, Any]:
+        """What a coding-agent session adds to the JSON output (nothing for other transcripts)."""
+        out: dict[str, Any] = {}
+        if self.memory_files:
+            out["memory_files"] = [f.to_dict() for f in self.memory_files]
+        if self.compactions:
+            out["compactions"] = [c.to_dict() for c in self.compactions]
+        return out
 
 
 def recorded_compactions(rctx: ReplayContext) -> list[Compaction]:
@@ -431,7 +443,7 @@ def recorded_compactions(rctx: ReplayContext) -> list[Compaction]:
     from memdiag.strategies import SIMULATED
 
     t = rctx.transcript
-    comps = compactions(t, rctx.costs, rctx.counter)
+    comps = compactions(t, rctx.costs, rctx.counter, rctx.memory_text)
     out: list[Compaction] = []
     for c in comps:
         own = agent_budget(t, c.session, rctx.costs, rctx.counter)

@@ -142,12 +142,10 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
-        if memory_file:  # so are the instruction files (the procedural layer)
-            from memdiag.memory_files import load_memory_files, with_memory_files
+        from memdiag.memory_files import load_memory_files, with_memory_files
 
-            memory = with_memory_files(
-                memory, load_memory_files(memory_file), settings.token_counter()
-            )
+        files = load_memory_files(memory_file or ())  # so are the instruction files
+        memory = with_memory_files(memory, files, settings.token_counter())
         per_strategy = len(t.turns)
         n = per_strategy * len(strategy_names(settings.strategy, t))
         recorder = None
@@ -158,6 +156,7 @@ def replay(
         with progress("replaying", min_total=2000) as tick:
             advance = strategies_progress(tick, per_strategy, n) if tick is not None else None
             report = run(t, settings, fact or (), progress=advance, memory=memory, observe=recorder)
+        report.memory_files = files
         output.to_renderer().replay(report, show)
         if html is not None:
             from memdiag.render.report.build import replay_document

@@ -141,8 +141,21 @@ def render_replay(console: Console, report: ReplayReport, show: str = "changes")
     console.print(legend, style="dim")
     for res in report.results:
         render_strategy(console, res, show)
+    render_memory_files(console, report)
     render_compactions(console, report)
     render_survival(console, report)
+
+
+def render_memory_files(console: Console, report: ReplayReport) -> None:
+    """The instruction files given with --memory-file: injected at every turn, and their rules."""
+    for f in report.memory_files:
+        console.rule(f"[bold]{escape(f.name)}[/] (every window: the memories section)")
+        if not f.rules:
+            console.print("no rules found (prohibitions, always, commands)", style="dim")
+        for r in f.rules:
+            console.print(
+                Text(f"  line {r.line:>4}  {r.kind:<12} {_clip(r.text)}"), highlight=False
+            )
 
 
 def render_compactions(console: Console, report: ReplayReport) -> None:
@@ -173,7 +186,9 @@ def render_compactions(console: Console, report: ReplayReport) -> None:
             keepers = c.what_if.get(st.text, {})
             kept = ", ".join(k for k, v in keepers.items() if v) or "none"
             row: list[Text] = [
-                Text("dropped", style="red"),
+                Text("dropped, in memories", style="yellow")
+                if st.in_memories
+                else Text("dropped", style="red"),
                 Text(str(st.turn)),
                 Text(_clip(st.text)),
             ]

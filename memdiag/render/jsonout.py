@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
@@ -57,13 +57,15 @@ def replay_json(
     encoding: str,
     budget: int,
     results: Sequence[StrategyReplay],
-    compactions: Sequence[dict[str, Any]] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``extra``: what a coding-agent session adds (``memory_files``, ``compactions``;
+    docs/coding-agents.md), after the budget."""
     return {
         "transcript": transcript,
         "encoding": encoding,
         "budget": budget,
-        **({"compactions": list(compactions)} if compactions else {}),
+        **(extra or {}),
         "strategies": {
             r.name: {
                 "turns": [turn_json(t) for t in r.turns],
@@ -80,7 +82,7 @@ def replay_json_chunks(
     encoding: str,
     budget: int,
     results: Sequence[StrategyReplay],
-    compactions: Sequence[dict[str, Any]] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> Iterator[str]:
     """``dumps(replay_json(...))`` written piece by piece, byte for byte the same text.
 
@@ -92,8 +94,8 @@ def replay_json_chunks(
     yield f'  "transcript": {_encode_str(transcript)},\n'
     yield f'  "encoding": {_encode_str(encoding)},\n'
     yield f'  "budget": {json.dumps(budget)},\n'
-    if compactions:  # a coding agent's recorded compactions (docs/coding-agents.md)
-        yield f'  "compactions": {dumps(list(compactions)).replace(chr(10), chr(10) + "  ")},\n'
+    for key, value in (extra or {}).items():  # a coding-agent session's memory files, compactions
+        yield f"  {_encode_str(key)}: {dumps(value).replace(chr(10), chr(10) + '  ')},\n"
     if not results:
         yield '  "strategies": {}\n}'
         return
@@ -160,12 +162,13 @@ def call_json(c: CallTokens) -> dict[str, Any]:
 
 
 def replay_jsonl(
-    results: Sequence[StrategyReplay], compactions: Sequence[dict[str, Any]] = ()
+    results: Sequence[StrategyReplay], extra: Mapping[str, Any] | None = None
 ) -> Iterator[str]:
     """One line per strategy and turn, then one per fact: a stream for long transcripts
-    (after one line per recorded compaction of a coding agent)."""
-    for c in compactions:
-        yield json.dumps({"type": "compaction", **c}, ensure_ascii=False)
+    (after one line per memory file and recorded compaction of a coding-agent session)."""
+    for key, kind in (("memory_files", "memory_file"), ("compactions", "compaction")):
+        for item in (extra or {}).get(key, ()):
+            yield json.dumps({"type": kind, **item}, ensure_ascii=False)
     for r in results:
         for t in r.turns:
             yield json.dumps({"strategy": r.name, **turn_json(t)}, ensure_ascii=False)

@@ -92,7 +92,7 @@ class JsonRenderer(Renderer):
             report.encoding,
             report.budget,
             report.results,
-            [c.to_dict() for c in report.compactions],
+            report.extra(),
         ):
             write(chunk)
         write("\n")
@@ -117,7 +117,7 @@ class JsonlRenderer(Renderer):
     def replay(self, report: ReplayReport, show: str) -> None:
         from memdiag.render.jsonout import replay_jsonl
 
-        _lines(replay_jsonl(report.results, [c.to_dict() for c in report.compactions]))
+        _lines(replay_jsonl(report.results, report.extra()))
 
     def diagnose(self, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
         from memdiag.render.jsonout import diagnosis_json

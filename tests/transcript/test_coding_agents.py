@@ -305,10 +305,13 @@ def test_replay_json_stream_equals_the_document_with_compactions() -> None:
     from memdiag.replay import run
 
     report = run(load(FORGETS), Settings())
-    comps = [c.to_dict() for c in report.compactions]
-    doc = dumps(replay_json(FORGETS.name, report.encoding, report.budget, report.results, comps))
-    chunks = replay_json_chunks(FORGETS.name, report.encoding, report.budget, report.results, comps)
+    report.memory_files = load_memory_files([CLAUDE_MD])
+    extra = report.extra()
+    assert list(extra) == ["memory_files", "compactions"]
+    doc = dumps(replay_json(FORGETS.name, report.encoding, report.budget, report.results, extra))
+    chunks = replay_json_chunks(FORGETS.name, report.encoding, report.budget, report.results, extra)
     assert "".join(chunks) == doc
+    assert json.loads(doc)["compactions"] == extra["compactions"]
 
 
 def test_memory_files_take_room_in_every_window() -> None:
