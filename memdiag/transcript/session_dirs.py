@@ -36,6 +36,28 @@ def head_records(f: Path, lines: int = 50) -> list[object]:
     return out
 
 
+def kept_requests(requests: list[tuple[int, bool, RawWindow]]) -> list[RawWindow]:
+    """The observed windows worth keeping of a session's requests ``(turn, after_compaction,
+    window)``: the first and the last request of each turn (the window the turn started with,
+    and the one that produced its final reply) and the first request after each compaction.
+
+    A coding agent makes tens of requests per turn (each tool call is one), and each window
+    lists every message in it: keeping them all would make a long session's transcript
+    quadratic in size. Their reported prompt sizes are kept on the windows kept.
+    """
+    keep: set[int] = set()
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for k, (turn, after, _) in enumerate(requests):
+        first.setdefault(turn, k)
+        last[turn] = k
+        if after:
+            keep.add(k)
+    keep.update(first.values())
+    keep.update(last.values())
+    return [w for k, (_, _, w) in enumerate(requests) if k in keep]
+
+
 def suffix_ids(items: list[RawItem], suffix: str) -> list[RawItem]:
     """The items of one session with every message id (and every reference to one) suffixed:
     sessions read together (`--session all`) may share uuids (a resumed or copied session)."""

@@ -454,3 +454,29 @@ def test_codex_directory_lists_rollouts(tmp_path: Path) -> None:
 def test_agent_flag_on_a_plain_transcript_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         load(FORMATS_DIR / "sharegpt.jsonl", selection=Selection(agent="x"))
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=60))
+@settings(max_examples=80, deadline=None)
+def test_kept_requests_are_each_turns_first_and_last_and_the_first_after_a_compaction(
+    requests: list[tuple[int, bool]],
+) -> None:
+    from memdiag.transcript.events import RawWindow
+    from memdiag.transcript.session_dirs import kept_requests
+
+    turns = sorted(t for t, _ in requests)  # requests come in turn order
+    flags = [f for _, f in requests]
+    rows = [
+        (t, f, RawWindow(f"r{k}", ())) for k, (t, f) in enumerate(zip(turns, flags, strict=True))
+    ]
+    kept = {w.before for w in kept_requests(rows)}
+    for t in set(turns):
+        of_turn = [w.before for tt, _, w in rows if tt == t]
+        assert of_turn[0] in kept and of_turn[-1] in kept
+    assert all(w.before in kept for _, f, w in rows if f)
+    middle = {
+        w.before
+        for k, (t, f, w) in enumerate(rows)
+        if not f and 0 < k < len(rows) - 1 and rows[k - 1][0] == t == rows[k + 1][0]
+    }
+    assert not kept & middle

@@ -21,8 +21,9 @@ transcript:
   records are not messages.
 - A `compact_boundary` system line (`compactMetadata.trigger`, `preTokens`, `postTokens`)
   followed by the `isCompactSummary` user line is a summary that replaced everything before
-  it: a recorded `summary` event, and every request after it is an observed window holding
-  that summary and what came after (SPEC §2b).
+  it: a recorded `summary` event; the requests after it hold that summary and what came after.
+- Each reply is a request: the first and the last of each turn, and the first after a
+  compaction, are observed windows (docs/traces.md; ``session_dirs.kept_requests``).
 
 A directory (`~/.claude/projects/<project>/`) lists its sessions, newest first; `--session ID`
 reads one.
@@ -41,7 +42,7 @@ from memdiag.fileio import json_loads
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
-from memdiag.transcript.session_dirs import head_records, read_sessions
+from memdiag.transcript.session_dirs import head_records, kept_requests, read_sessions
 from memdiag.transcript.source import Choice, Source, iso_time, openai_tool_call, read_source
 from memdiag.transcript.toolkit import PathError, reject
 
@@ -102,11 +103,14 @@ def detect(source: Source) -> bool:
 def detect_path(path: str | Path) -> bool:
     """A session file, or a project directory whose newest session is one."""
     p = Path(path)
-    if p.is_file():
-        return _looks_like_session(p)
-    if not p.is_dir():
+    try:
+        if p.is_file():
+            return _looks_like_session(p)
+        if not p.is_dir():
+            return False
+        files = _sessions(p)
+    except OSError:  # a name too long, a directory that cannot be listed: not ours to read
         return False
-    files = _sessions(p)
     return bool(files) and _looks_like_session(files[0])
 
 
@@ -148,18 +152,23 @@ def _choice(f: Path) -> Choice:
 
     lines = 0
     title = ""
-    with f.open("rb") as fp:
-        for raw in fp:
-            lines += 1
-            if not title and b'"type":"user"' in raw:
-                try:
-                    obj = json_loads(raw.decode("utf-8", "replace"))
-                except ValueError:
-                    continue
-                text = _user_text(obj)
-                if text and not _is_wrapper(text) and not obj.get("isMeta"):
-                    title = " ".join(text.split())[:60]
-    ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
+    try:
+        with f.open("rb") as fp:
+            for raw in fp:
+                lines += 1
+                if not title and b'"type":"user"' in raw:
+                    try:
+                        obj = json_loads(raw.decode("utf-8", "replace"))
+                    except ValueError:
+                        continue
+                    if not isinstance(obj, dict):
+                        continue
+                    text = _user_text(obj)
+                    if text and not _is_wrapper(text) and not obj.get("isMeta"):
+                        title = " ".join(text.split())[:60]
+        ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
+    except OSError:  # listed all the same: reading it says why it cannot be read
+        return Choice(f.stem, "", lines, None, unit="line")
     return Choice(f.stem, title, lines, ts.isoformat(timespec="seconds"), unit="line")
 
 
@@ -219,8 +228,11 @@ def _subagent_files(source: Source) -> list[Path]:
     if not found and not here.name.startswith("agent-"):
         sid = here.stem
         for f in sorted(here.parent.glob("agent-*.jsonl")):
-            with f.open("rb") as fp:
-                first = fp.readline()
+            try:
+                with f.open("rb") as fp:
+                    first = fp.read(4096)  # the sessionId is in the first line's first bytes
+            except OSError:
+                continue
             if sid.encode() in first:
                 found.append(f)
     return found
@@ -281,9 +293,14 @@ class _Build:
     summary: tuple[str, tuple[str, ...], dict[str, Any]] | None = None  # text, covers, meta
     context_start: int = 0  # index in messages where the current context begins
     windows: list[RawWindow] = field(default_factory=list)
+    requests: list[tuple[int, bool, RawWindow]] = field(default_factory=list)
+    turn: int = 0
+    compacted: bool = False  # a compaction since the last request
     session: str | None = None
 
     def add(self, m: RawMessage) -> None:
+        if m.role == "user":
+            self.turn += 1
         self.messages.append(m)
         self.out.append(m)
 
@@ -406,16 +423,17 @@ class _Build:
             extra = (Extra("summary", text, covers=covers),)
             source = f"compact_boundary at line {meta.get('line')}"
         model = reply.metadata.get("model")
-        self.windows.append(
-            RawWindow(
-                str(reply.id),
-                ids,
-                extra,
-                model=model if isinstance(model, str) else None,
-                source=source,
-                line=reply.line,
-            )
+        window = RawWindow(
+            str(reply.id),
+            ids,
+            extra,
+            model=model if isinstance(model, str) else None,
+            source=source,
+            line=reply.line,
         )
+        self.windows.append(window)
+        self.requests.append((self.turn, self.compacted, window))
+        self.compacted = False
 
     def boundary_line(self, ln: _Line) -> None:
         self.close_reply()
@@ -444,6 +462,7 @@ class _Build:
         self.boundary = None
         self.summary = (text, covers, meta)
         self.context_start = len(self.messages)
+        self.compacted = True
         through = str(self.messages[-1].id) if self.messages else None
         self.out.append(RawSummary(text, replaces_through=through, line=ln.line, meta=meta))
 
@@ -538,7 +557,7 @@ def read(
                 b.assistant(ln, msg)
         except PathError as exc:
             reject(source, skip_invalid, exc, ln.line)
-    b.out.extend(b.windows)
+    b.out.extend(kept_requests(b.requests))
     yield from b.out
 
 

@@ -10,8 +10,9 @@ Each line is `{"timestamp", "type", "payload"}` (Codex's `RolloutItem`):
   session start (`# AGENTS.md instructions ...`, `<environment_context>`, `<user_instructions>`)
   and `developer` messages are instructions, not the user's words: system messages;
 - `compacted`: a summary (`message`) and the history that replaced everything before it
-  (`replacement_history`): a recorded `summary` event; every request after it is an observed
-  window holding that summary and what came after (SPEC §2b);
+  (`replacement_history`): a recorded `summary` event; the requests after it hold that summary
+  and what came after (the first and last request of each turn, and the first after a
+  compaction, are observed windows: docs/traces.md);
 - `event_msg`: UI events. `token_count` carries the real prompt size of the request that just
   answered (`info.last_token_usage.input_tokens`): the observed window's `prompt_tokens`, shown
   beside memdiag's own count. `user_message` / `agent_message` repeat the response items and
@@ -31,7 +32,7 @@ from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
 from memdiag.transcript.responses_items import Item, read_items
-from memdiag.transcript.session_dirs import head_records, read_sessions
+from memdiag.transcript.session_dirs import head_records, kept_requests, read_sessions
 from memdiag.transcript.source import Choice, Source, iso_time
 from memdiag.transcript.toolkit import PathError, reject
 
@@ -66,9 +67,12 @@ def _rollouts(directory: Path) -> list[Path]:
 def detect_path(path: str | Path) -> bool:
     """A rollout file, or a directory holding rollouts (``rollout-*.jsonl``)."""
     p = Path(path)
-    if p.is_file():
-        return any(_is_rollout_line(obj) for obj in head_records(p))
-    return p.is_dir() and bool(_rollouts(p))
+    try:
+        if p.is_file():
+            return any(_is_rollout_line(obj) for obj in head_records(p))
+        return p.is_dir() and bool(_rollouts(p))
+    except OSError:  # a name too long, a directory that cannot be listed: not ours to read
+        return False
 
 
 def _is_rollout_line(obj: Any) -> bool:
@@ -95,19 +99,22 @@ def read_path(
 
 def _choice(f: Path) -> Choice:
     lines, title = 0, ""
-    with f.open("rb") as fp:
-        for raw in fp:
-            lines += 1
-            if not title and b'"user_message"' in raw:
-                try:
-                    obj = json_loads(raw.decode("utf-8", "replace"))
-                except ValueError:
-                    continue
-                payload = obj.get("payload") if isinstance(obj, dict) else None
-                text = payload.get("message") if isinstance(payload, dict) else None
-                if isinstance(text, str):
-                    title = " ".join(text.split())[:60]
-    ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
+    try:
+        with f.open("rb") as fp:
+            for raw in fp:
+                lines += 1
+                if not title and b'"user_message"' in raw:
+                    try:
+                        obj = json_loads(raw.decode("utf-8", "replace"))
+                    except ValueError:
+                        continue
+                    payload = obj.get("payload") if isinstance(obj, dict) else None
+                    text = payload.get("message") if isinstance(payload, dict) else None
+                    if isinstance(text, str):
+                        title = " ".join(text.split())[:60]
+        ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
+    except OSError:  # listed all the same: reading it says why it cannot be read
+        return Choice(f.stem, "", lines, None, unit="line")
     return Choice(f.stem, title, lines, ts.isoformat(timespec="seconds"), unit="line")
 
 
@@ -196,6 +203,9 @@ def _interleave(
     pending = sorted(marks, key=lambda m: m[0])
     last: RawMessage | None = None
     k = 0
+    turn = 0
+    requests: list[tuple[int, bool, RawWindow]] = []
+    state = {"compacted": False}  # a compaction since the last request
 
     def flush_marks(upto: int) -> None:
         nonlocal k, summary, context
@@ -220,6 +230,7 @@ def _interleave(
             if isinstance(history, list):
                 meta["replacement_items"] = len(history)
             summary = (body, covers, meta, opaque)
+            state["compacted"] = True
             context = []
             through = str(before[-1].id) if before else None
             out.append(RawSummary(body, replaces_through=through, line=line, meta=meta))
@@ -234,22 +245,25 @@ def _interleave(
                 body, covers, meta, opaque = summary
                 extra = (Extra("summary", body, covers=covers, opaque=opaque),)
                 source = f"compacted at line {meta['line']}"
-            windows.append(
-                RawWindow(
-                    str(m.id),
-                    tuple(str(x.id) for x in context),
-                    extra,
-                    model=_model_at(models, m.line),
-                    source=source,
-                    line=m.line,
-                )
+            window = RawWindow(
+                str(m.id),
+                tuple(str(x.id) for x in context),
+                extra,
+                model=_model_at(models, m.line),
+                source=source,
+                line=m.line,
             )
+            windows.append(window)
+            requests.append((turn, state["compacted"], window))
+            state["compacted"] = False
+        if m.role == "user":
+            turn += 1
         out.append(m)
         context.append(m)
         before.append(m)
         last = m
     flush_marks(10**12)
-    return [*out, *windows]
+    return [*out, *kept_requests(requests)]
 
 
 __all__ = ["detect", "detect_path", "name", "read", "read_path"]
