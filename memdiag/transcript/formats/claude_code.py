@@ -506,13 +506,18 @@ def read(
                 f"--agent NAME: {listing}",
                 path=source.path,
             )
+    elif agent == "all":  # every agent, each its own session (`<session>/<agent>`)
+        for name in names:
+            yield from _read_agent(source, skip_invalid, by_agent[name], name)
+        return
     else:
         chosen = agent
         if chosen not in by_agent and f"agent-{chosen}" in by_agent:
             chosen = f"agent-{chosen}"
         if chosen not in by_agent:
             raise InputError(
-                f"--agent {agent}: no such agent; this session has: {', '.join(names)}",
+                f"--agent {agent}: no such agent; this session has: {', '.join(names)} "
+                "(or --agent all)",
                 path=source.path,
             )
     others = [n for n in names if n != chosen]
@@ -520,9 +525,17 @@ def read(
         source.warnings.append(
             f"read agent {chosen!r}; the session also holds "
             + ", ".join(f"{n} ({len(by_agent[n])} lines)" for n in others)
-            + " (read one with --agent NAME)"
+            + " (read one with --agent NAME, or --agent all)"
         )
-    path, off = chain(by_agent[chosen])
+    yield from _read_agent(source, skip_invalid, by_agent[chosen], None)
+
+
+def _read_agent(
+    source: Source, skip_invalid: bool, lines: list[_Line], label: str | None
+) -> Iterator[RawItem]:
+    """One agent's conversation; ``label`` names its session `<session>/<label>` (when every
+    agent is read: a subagent shares its session's id)."""
+    path, off = chain(lines)
     if off:
         source.warnings.append(
             f"{off} message line(s) lie off the conversation's chain (a rewound or retried "
@@ -535,7 +548,8 @@ def read(
         sid = obj.get("sessionId")
         if isinstance(sid, str) and sid and sid != b.session:
             b.session = sid
-            b.out.append(RawSession(sid, line=ln.line, ts=iso_time(obj.get("timestamp"))))
+            named = f"{sid}/{label}" if label and label != MAIN else sid
+            b.out.append(RawSession(named, line=ln.line, ts=iso_time(obj.get("timestamp"))))
         if kind == "system" and obj.get("subtype") == "compact_boundary":
             b.boundary_line(ln)
             continue
