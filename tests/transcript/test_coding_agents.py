@@ -153,8 +153,9 @@ def test_a_compaction_is_a_recorded_summary_and_a_rewound_branch_is_left_out() -
 def test_claude_ai_exports_are_still_read_as_claude() -> None:
     t = load(FORMATS_DIR / "claude" / "conversations.json", select="all")
     assert t.format == "claude"
-    with pytest.raises(InputError):
-        load(MAIN, "claude")  # a session is not an export: an error, not 0 messages
+    # a session is not an export: one error saying what it is, not 0-message conversations
+    with pytest.raises(InputError, match=r"a Claude Code session .* --from claude_code"):
+        load(MAIN, "claude")
 
 
 def test_from_claude_code_with_a_hyphen(tmp_path: Path) -> None:
