@@ -317,7 +317,7 @@ class _Build:
             return
         if obj.get("isMeta"):
             return
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        blocks = _blocks(content)
         texts: list[str] = []
         results = 0
         for k, block in enumerate(blocks):
@@ -363,7 +363,7 @@ class _Build:
         obj = ln.obj
         mid = msg.get("id")
         content = msg.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        blocks = _blocks(content)
         if self.open_reply is None or not isinstance(mid, str) or mid != self.reply_id:
             self.close_reply()
             reply = RawMessage(
@@ -465,6 +465,19 @@ class _Build:
         self.compacted = True
         through = str(self.messages[-1].id) if self.messages else None
         self.out.append(RawSummary(text, replaces_through=through, line=ln.line, meta=meta))
+
+
+def _blocks(content: Any) -> list[Any]:
+    """A message's content as blocks: a list as it is, a string as one text block."""
+    if isinstance(content, list):
+        return content
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if content is None:
+        return []
+    raise PathError(
+        "message.content", f"expected a string or a list of blocks, got {type(content).__name__}"
+    )
 
 
 def _result_text(content: Any) -> tuple[str, dict[str, Any]]:
