@@ -269,8 +269,11 @@ def diagnose(
             from memdiag.render.report.build import diagnose_document
             from memdiag.stores.open import profile_memory
 
+            from memdiag.memory_files import with_memory_files
+
             dicts = [d.to_dict() for d in diagnoses]
-            write_html(html, diagnose_document(t, settings, dicts, profile_memory(settings)))
+            memory = with_memory_files(profile_memory(settings), files, settings.token_counter())
+            write_html(html, diagnose_document(t, settings, dicts, memory))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)

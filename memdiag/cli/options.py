@@ -98,8 +98,8 @@ AgentOpt = Annotated[
     str | None,
     typer.Option(
         "--agent",
-        help="Claude Code session: read this subagent (its agentId, as the warning lists them) "
-        "instead of the main conversation.",
+        help="Claude Code session: read this subagent (its agentId, as the warning lists them, "
+        "or all) instead of the main conversation.",
     ),
 ]
 ConversationOpt = Annotated[
