@@ -266,10 +266,9 @@ def diagnose(
             run_state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
+            from memdiag.memory_files import with_memory_files
             from memdiag.render.report.build import diagnose_document
             from memdiag.stores.open import profile_memory
-
-            from memdiag.memory_files import with_memory_files
 
             dicts = [d.to_dict() for d in diagnoses]
             memory = with_memory_files(profile_memory(settings), files, settings.token_counter())
