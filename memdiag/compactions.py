@@ -30,6 +30,28 @@ _INSTRUCTION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# a negation: a prohibition and its opposite share their words ("never add X" / "add X")
+_NEGATION = re.compile(
+    r"\b(?:never|not|no|none|nor|without|avoid|stop|forbid(?:den)?|prohibit(?:ed)?)\b|n'?t\b",
+    re.IGNORECASE,
+)
+
+
+def negated(text: str) -> bool:
+    return _NEGATION.search(text) is not None
+
+
+def states(fact: str, text: str) -> bool:
+    """Does ``text`` state ``fact``: a sentence of it matches (as diagnose matches facts) with
+    the same polarity, so that a summary saying "add Co-Authored-By trailers" does not carry
+    "never add Co-Authored-By"."""
+    if match(fact, text, FUZZY_THRESHOLD) is None:
+        return False
+    polarity = negated(fact)
+    for sentence in _SENTENCE.split(text):
+        if match(fact, sentence, FUZZY_THRESHOLD) is not None and negated(sentence) == polarity:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -166,7 +188,7 @@ def kept_and_dropped(
     kept: list[Statement] = []
     dropped: list[Statement] = []
     for s in stated:
-        (kept if match(s.text, summary, FUZZY_THRESHOLD) is not None else dropped).append(s)
+        (kept if states(s.text, summary) else dropped).append(s)
     return tuple(kept), tuple(dropped)
 
 

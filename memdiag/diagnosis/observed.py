@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from memdiag.compactions import Compaction, best_sentence, compaction_before, compactions
+from memdiag.compactions import Compaction, best_sentence, compaction_before, compactions, states
 from memdiag.diagnosis.short_term import kept_at, smallest_budget
 from memdiag.diagnosis.verdicts import (
     Failure,
@@ -47,12 +47,17 @@ def request_for(t: Transcript, turn: int, marker_id: str | None = None) -> Windo
     return t.window_at(turn)
 
 
-def _holds(fact: str, w: WindowEvent, indices: set[int]) -> str | None:
-    """What in request ``w`` holds the fact: 'verbatim', or the section of a readable extra."""
+def _holds(fact: str, w: WindowEvent, indices: set[int], polarity: bool = False) -> str | None:
+    """What in request ``w`` holds the fact: 'verbatim', or the section of a readable extra.
+
+    ``polarity``: a summary must state it with the same polarity (a coding agent's compaction
+    summary that says "add X" does not carry "never add X"; docs/coding-agents.md)."""
     if indices & set(w.indices):
         return "verbatim"
     for e in w.extra:
-        if not e.opaque and e.content and match(fact, e.content) is not None:
+        if e.opaque or not e.content:
+            continue
+        if states(fact, e.content) if polarity else match(fact, e.content) is not None:
             return e.section
     return None
 
@@ -77,7 +82,8 @@ def decide_observed_short_term(
         request.source,
         size_known(request),
     )
-    held = _holds(failure.fact, request, at)
+    polar = any(ev.meta for ev in t.summaries)  # a coding agent's recorded compactions
+    held = _holds(failure.fact, request, at, polar)
     recorded = compactions(t, rctx.costs, rctx.counter) if t.summaries else []
     if held is not None:
         where = held
@@ -102,7 +108,7 @@ def decide_observed_short_term(
         and msgs[w.before].session == session
         and max(evidence) < w.before
     ]
-    last_seen = next((w for w in reversed(earlier) if _holds(failure.fact, w, at)), None)
+    last_seen = next((w for w in reversed(earlier) if _holds(failure.fact, w, at, polar)), None)
     after = [w for w in (*earlier, request) if last_seen is None or w.before > last_seen.before]
     dropped_in = after[0]
     covered = {mid for e in dropped_in.extra for mid in e.covers}

@@ -481,3 +481,25 @@ def test_kept_requests_are_each_turns_first_and_last_and_the_first_after_a_compa
         if not f and 0 < k < len(rows) - 1 and rows[k - 1][0] == t == rows[k + 1][0]
     }
     assert not kept & middle
+
+
+def test_a_summary_that_says_the_opposite_does_not_carry_a_prohibition(tmp_path: Path) -> None:
+    """The derived session with only its summary's text changed again: it now says to add the
+    trailer, which shares every word of the rule but not its polarity."""
+    from memdiag.compactions import states
+
+    rows = lines(FORGETS)
+    summary = next(r for r in rows if r.get("isCompactSummary"))
+    summary["message"]["content"][0]["text"] = (
+        "Summary: the user is fixing the login bug. Add Co-Authored-By trailers to commits. "
+        "Always run make test before committing."
+    )
+    p = tmp_path / "opposite.jsonl"
+    p.write_text("\n".join(json.dumps(r, separators=(",", ":")) for r in rows) + "\n")
+    t = load(p)
+    (d,) = diagnose(t, Settings(), [Failure("never add Co-Authored-By", len(t.turns))], cache=False)
+    assert d.verdict.value == "short_term_summarized_away"
+    (kept,) = diagnose(t, Settings(), [Failure("always run make test", len(t.turns))], cache=False)
+    assert kept.verdict.value == "in_context"
+    assert not states("never add Co-Authored-By", "Add Co-Authored-By trailers to commits.")
+    assert states("never add Co-Authored-By", "The user said: do not add Co-Authored-By lines.")
