@@ -203,12 +203,27 @@ def test_the_chain_runs_from_a_root_to_the_last_line(parents: list[int]) -> None
         recs.append(
             claude_code._Line(k + 1, {"type": "user", "uuid": f"u{k}", "parentUuid": parent})
         )
-    path, off = claude_code.chain(recs)
+    path, off, missing = claude_code.chain(recs)
     assert path[-1].uuid == f"u{len(recs) - 1}"
-    assert path[0].parent is None
+    assert path[0].parent is None and missing == 0
     for a, b in itertools.pairwise(path):
         assert b.parent == a.uuid
     assert off == len(recs) - len(path)
+
+
+def test_a_session_with_lines_removed_is_followed_in_file_order(tmp_path: Path) -> None:
+    """A sanitized copy strips lines (attachments, snapshots) that others name as parent: the
+    real session with its hook line removed still reads whole, and says so."""
+    raw = lines(MAIN)
+    hook = next(k for k, r in enumerate(raw) if r["type"] == "system")
+    rows = [r for k, r in enumerate(raw) if k != hook]
+    rows.append({**raw[0], "uuid": "after-hook", "parentUuid": raw[hook]["uuid"]})
+    p = tmp_path / "stripped.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    t = load(p)
+    assert [m.id for m in t.messages][:3] == [m.id for m in load(MAIN).messages]
+    assert t.messages[-1].id == "after-hook"
+    assert any("not in the file" in w for w in t.warnings)
 
 
 # --- forgetting a rule at the compaction ----------------------------------------------------

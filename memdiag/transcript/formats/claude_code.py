@@ -254,31 +254,41 @@ def agents(source: Source) -> dict[str, list[_Line]]:
     return out
 
 
-def chain(lines: list[_Line]) -> tuple[list[_Line], int]:
+def chain(lines: list[_Line]) -> tuple[list[_Line], int, int]:
     """The conversation: the parent chain ending at the last line that has a uuid, root
-    first (across compactions through `logicalParentUuid`), and how many lines it leaves out."""
-    by_uuid = {ln.uuid: ln for ln in lines if ln.uuid}
+    first (across compactions through `logicalParentUuid`); how many message lines it leaves
+    out; and how many parents it did not find in the file (a copy with some lines removed:
+    attachments, snapshots), where it went on with the line before in file order."""
     linked = [ln for ln in lines if ln.uuid]
     if not linked:
-        return [], 0
-    leaf: _Line | None = linked[-1]
+        return [], 0, 0
+    by_uuid = {ln.uuid: k for k, ln in enumerate(linked)}
+    k: int | None = len(linked) - 1
     path: list[_Line] = []
     seen: set[str] = set()
-    while leaf is not None:
-        uid = leaf.uuid
+    missing = 0
+    while k is not None:
+        ln = linked[k]
+        uid = ln.uuid
         if uid is None or uid in seen:
             break
         seen.add(uid)
-        path.append(leaf)
-        parent = leaf.parent
-        leaf = by_uuid.get(parent) if parent else None
+        path.append(ln)
+        parent = ln.parent
+        if not parent:
+            k = None
+        elif parent in by_uuid:
+            k = by_uuid[parent]
+        else:  # the parent's line is not in the file: the line before it is the closest guess
+            missing += 1
+            k = k - 1 if k > 0 else None
     path.reverse()
     off = sum(
         1
         for ln in linked
         if ln.uuid not in seen and ln.obj.get("type") in MESSAGE_TYPES and not ln.obj.get("isMeta")
     )
-    return path, off
+    return path, off, missing
 
 
 @dataclass
@@ -548,11 +558,16 @@ def _read_agent(
 ) -> Iterator[RawItem]:
     """One agent's conversation; ``label`` names its session `<session>/<label>` (when every
     agent is read: a subagent shares its session's id)."""
-    path, off = chain(lines)
+    path, off, missing = chain(lines)
     if off:
         source.warnings.append(
             f"{off} message line(s) lie off the conversation's chain (a rewound or retried "
             "branch) and are left out"
+        )
+    if missing:
+        source.warnings.append(
+            f"{missing} line(s) name a parent that is not in the file (lines removed from it?); "
+            "the conversation follows the line before each"
         )
     b = _Build(source, skip_invalid)
     for ln in path:
