@@ -518,3 +518,22 @@ def test_a_summary_that_says_the_opposite_does_not_carry_a_prohibition(tmp_path:
     assert kept.verdict.value == "in_context"
     assert not states("never add Co-Authored-By", "Add Co-Authored-By trailers to commits.")
     assert states("never add Co-Authored-By", "The user said: do not add Co-Authored-By lines.")
+
+
+def test_a_sealed_codex_compaction_is_opaque(tmp_path: Path) -> None:
+    """A remote compaction keeps an encrypted `compaction` item in its replacement history
+    (built as codex-rs defines it, appended to the rollout fixture): what it kept cannot be
+    read, and the verdict says so."""
+    rows = lines(_codex_with_compaction(tmp_path))
+    compacted = next(r for r in rows if r["type"] == "compacted")
+    compacted["payload"] = {
+        "message": "",
+        "replacement_history": [{"type": "compaction", "encrypted_content": "gAAAA-sealed"}],
+    }
+    p = tmp_path / "rollout-sealed.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    t = load(p)
+    assert t.windows[-1].extra[-1].opaque
+    (d,) = diagnose(t, Settings(), [Failure("never delete alpha.txt", len(t.turns))], cache=False)
+    assert d.verdict.value == "short_term_summarized_away"
+    assert "opaque_compaction" in d.flags

@@ -224,7 +224,16 @@ def _interleave(
             history = payload.get("replacement_history")
             kept = _text_of_items(history) if isinstance(history, list) else ""
             body = "\n".join(t for t in (text, kept) if t)
-            opaque = not body and isinstance(history, list) and bool(history)
+            # a remote compaction keeps its summary encrypted (a `compaction` item): unreadable
+            sealed = isinstance(history, list) and any(
+                isinstance(it, dict)
+                and (
+                    it.get("type") in ("compaction", "compaction_summary")
+                    or "encrypted_content" in it
+                )
+                for it in history
+            )
+            opaque = sealed or (not body and isinstance(history, list) and bool(history))
             covers = tuple(str(m.id) for m in before)
             meta: dict[str, Any] = {"line": line, "trigger": "compacted"}
             if isinstance(history, list):
@@ -243,7 +252,12 @@ def _interleave(
             source = None
             if summary is not None:
                 body, covers, meta, opaque = summary
-                extra = (Extra("summary", body, covers=covers, opaque=opaque),)
+                extra = (Extra("summary", body, covers=covers),)
+                if opaque:  # what it kept verbatim is readable; the rest is sealed
+                    extra = (
+                        *((Extra("summary", body),) if body else ()),
+                        Extra("summary", "", covers=covers, opaque=True),
+                    )
                 source = f"compacted at line {meta['line']}"
             window = RawWindow(
                 str(m.id),
