@@ -355,7 +355,7 @@ class _Build:
                     )
                 )
             elif kind == "text":
-                texts.append(str(block.get("text", "")))
+                texts.append(_text(block))
         text = "\n".join(t for t in texts if t is not None)
         if not text.strip() or _is_wrapper(text):
             return
@@ -395,7 +395,7 @@ class _Build:
                 raise PathError(f"message.content[{k}]", "must be an object")
             kind = block.get("type")
             if kind == "text":
-                texts.append(str(block.get("text", "")))
+                texts.append(_text(block))
             elif kind == "tool_use":
                 args = block.get("input", {})
                 calls.append(
@@ -475,6 +475,11 @@ class _Build:
         self.compacted = True
         through = str(self.messages[-1].id) if self.messages else None
         self.out.append(RawSummary(text, replaces_through=through, line=ln.line, meta=meta))
+
+
+def _text(block: dict[str, Any]) -> str:
+    value = block.get("text")
+    return value if isinstance(value, str) else ""
 
 
 def _blocks(content: Any) -> list[Any]:
