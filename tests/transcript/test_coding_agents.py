@@ -537,3 +537,23 @@ def test_a_sealed_codex_compaction_is_opaque(tmp_path: Path) -> None:
     (d,) = diagnose(t, Settings(), [Failure("never delete alpha.txt", len(t.turns))], cache=False)
     assert d.verdict.value == "short_term_summarized_away"
     assert "opaque_compaction" in d.flags
+
+
+def test_convert_keeps_the_compaction(tmp_path: Path) -> None:
+    r = invoke("convert", str(FORGETS))
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "canonical.jsonl"
+    out.write_text(r.stdout)
+    (summary,) = [json.loads(x) for x in r.stdout.splitlines() if '"summary"' in x[:20]]
+    assert summary["compaction"]["line"] == 9 and summary["compaction"]["trigger"] == "auto"
+    again = load(out)
+    assert again.format == "canonical"
+    assert again.summaries[0].meta == load(FORGETS).summaries[0].meta
+    d = _diagnose_path(out, "never add Co-Authored-By")
+    assert d["verdict"] == "short_term_summarized_away" and d["details"]["compaction"]["line"] == 9
+
+
+def _diagnose_path(path: Path, fact: str) -> Any:
+    t = load(path)
+    (d,) = diagnose(t, Settings(), [Failure(fact, len(t.turns))], cache=False)
+    return d.to_dict()
