@@ -23,8 +23,7 @@ from memdiag.config import Settings
 from memdiag.diagnosis import Failure, diagnose
 from memdiag.errors import InputError, UsageError
 from memdiag.memory_files import load_memory_files
-from memdiag.transcript import load
-from memdiag.transcript.formats import claude_code
+from memdiag.transcript import claude_chain, load
 from memdiag.transcript.formats.base import Selection
 from tests.transcript.common import FORMATS_DIR
 
@@ -201,9 +200,9 @@ def test_the_chain_runs_from_a_root_to_the_last_line(parents: list[int]) -> None
     for k, p in enumerate(parents):
         parent = None if k == 0 or p % 4 == 0 else f"u{p % k}"
         recs.append(
-            claude_code._Line(k + 1, {"type": "user", "uuid": f"u{k}", "parentUuid": parent})
+            claude_chain.Line(k + 1, {"type": "user", "uuid": f"u{k}", "parentUuid": parent})
         )
-    path, off, missing = claude_code.chain(recs)
+    path, off, missing = claude_chain.chain(recs)
     assert path[-1].uuid == f"u{len(recs) - 1}"
     assert path[0].parent is None and missing == 0
     for a, b in itertools.pairwise(path):

@@ -39,11 +39,12 @@ from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.fileio import json_loads
+from memdiag.transcript.claude_chain import MAIN, MESSAGE_TYPES, Line, agents, chain, is_record
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
 from memdiag.transcript.session_dirs import head_records, kept_requests, read_sessions
-from memdiag.transcript.source import Choice, Source, iso_time, openai_tool_call, read_source
+from memdiag.transcript.source import Choice, Source, iso_time, openai_tool_call
 from memdiag.transcript.toolkit import PathError, reject
 
 name = "claude_code"
@@ -58,8 +59,6 @@ examples = (
 )
 # a project directory holds many sessions; a session, several agents (its subagents)
 selects = {"conversation": "--session", "agent": "--agent"}
-MAIN = "main"
-MESSAGE_TYPES = ("user", "assistant")
 # the text of a user line that Claude Code wrote, not the user: slash commands and their output
 COMMAND_WRAPPERS = (
     "<command-name>",
@@ -72,15 +71,6 @@ COMMAND_WRAPPERS = (
 )
 
 
-def _is_record(obj: Any) -> bool:
-    return (
-        isinstance(obj, dict)
-        and isinstance(obj.get("type"), str)
-        and ("sessionId" in obj or "parentUuid" in obj)
-        and isinstance(obj.get("uuid", ""), str)
-    )
-
-
 def detect(source: Source) -> bool:
     """JSON Lines whose message lines carry Claude Code's chain fields (uuid, parentUuid,
     sessionId) and a `message` object."""
@@ -88,7 +78,7 @@ def detect(source: Source) -> bool:
         return False
     for _, obj in source.records[:200]:
         if (
-            _is_record(obj)
+            is_record(obj)
             and obj["type"] in MESSAGE_TYPES
             and isinstance(obj.get("message"), dict)
             and "uuid" in obj
@@ -116,7 +106,7 @@ def detect_path(path: str | Path) -> bool:
 
 def _looks_like_session(f: Path) -> bool:
     return any(
-        _is_record(obj)
+        is_record(obj)
         and isinstance(obj, dict)
         and obj["type"] in MESSAGE_TYPES
         and "uuid" in obj
@@ -194,104 +184,6 @@ def _is_wrapper(text: str) -> bool:
 
 
 @dataclass
-class _Line:
-    line: int
-    obj: dict[str, Any]
-
-    @property
-    def uuid(self) -> str | None:
-        value = self.obj.get("uuid")
-        return value if isinstance(value, str) and value else None
-
-    @property
-    def parent(self) -> str | None:
-        value = self.obj.get("parentUuid")
-        if not value and self.obj.get("subtype") == "compact_boundary":
-            value = self.obj.get("logicalParentUuid")
-        return value if isinstance(value, str) and value else None
-
-
-def agent_of(obj: dict[str, Any]) -> str:
-    if not obj.get("isSidechain"):
-        return MAIN
-    agent = obj.get("agentId")
-    return f"agent-{agent}" if isinstance(agent, str) and agent else "sidechain"
-
-
-def _subagent_files(source: Source) -> list[Path]:
-    """`<session>/subagents/*.jsonl` beside the session file (Claude Code 2.1), or older
-    `agent-*.jsonl` files beside it that belong to the same session."""
-    here = Path(source.path)
-    if not here.is_file():
-        return []
-    found = sorted((here.parent / here.stem / "subagents").glob("*.jsonl"))
-    if not found and not here.name.startswith("agent-"):
-        sid = here.stem
-        for f in sorted(here.parent.glob("agent-*.jsonl")):
-            try:
-                with f.open("rb") as fp:
-                    first = fp.read(4096)  # the sessionId is in the first line's first bytes
-            except OSError:
-                continue
-            if sid.encode() in first:
-                found.append(f)
-    return found
-
-
-def agents(source: Source) -> dict[str, list[_Line]]:
-    """The lines of every agent: the file's own (main and sidechains) and its subagent files."""
-    out: dict[str, list[_Line]] = {}
-    for line, obj in source.records:
-        if _is_record(obj):
-            out.setdefault(agent_of(obj), []).append(_Line(line, obj))
-    for f in _subagent_files(source):
-        sub = read_source(f)
-        for line, obj in sub.records:
-            if _is_record(obj):
-                key = agent_of(obj) if obj.get("isSidechain") else f"agent-{f.stem}"
-                key = key if key != "sidechain" else f.stem
-                out.setdefault(key, []).append(_Line(line, obj))
-    return out
-
-
-def chain(lines: list[_Line]) -> tuple[list[_Line], int, int]:
-    """The conversation: the parent chain ending at the last line that has a uuid, root
-    first (across compactions through `logicalParentUuid`); how many message lines it leaves
-    out; and how many parents it did not find in the file (a copy with some lines removed:
-    attachments, snapshots), where it went on with the line before in file order."""
-    linked = [ln for ln in lines if ln.uuid]
-    if not linked:
-        return [], 0, 0
-    by_uuid = {ln.uuid: k for k, ln in enumerate(linked)}
-    k: int | None = len(linked) - 1
-    path: list[_Line] = []
-    seen: set[str] = set()
-    missing = 0
-    while k is not None:
-        ln = linked[k]
-        uid = ln.uuid
-        if uid is None or uid in seen:
-            break
-        seen.add(uid)
-        path.append(ln)
-        parent = ln.parent
-        if not parent:
-            k = None
-        elif parent in by_uuid:
-            k = by_uuid[parent]
-        else:  # the parent's line is not in the file: the line before it is the closest guess
-            missing += 1
-            k = k - 1 if k > 0 else None
-    path.reverse()
-    off = sum(
-        1
-        for ln in linked
-        if ln.uuid not in seen and ln.obj.get("type") in MESSAGE_TYPES and not ln.obj.get("isMeta")
-    )
-    return path, off, missing
-
-
-@dataclass
 class _Build:
     source: Source
     skip_invalid: bool
@@ -299,7 +191,7 @@ class _Build:
     messages: list[RawMessage] = field(default_factory=list)
     open_reply: RawMessage | None = None
     reply_id: str | None = None
-    boundary: _Line | None = None
+    boundary: Line | None = None
     summary: tuple[str, tuple[str, ...], dict[str, Any]] | None = None  # text, covers, meta
     context_start: int = 0  # index in messages where the current context begins
     windows: list[RawWindow] = field(default_factory=list)
@@ -318,7 +210,7 @@ class _Build:
         self.open_reply = None
         self.reply_id = None
 
-    def user(self, ln: _Line, msg: dict[str, Any]) -> None:
+    def user(self, ln: Line, msg: dict[str, Any]) -> None:
         obj = ln.obj
         self.close_reply()
         content = msg.get("content")
@@ -369,7 +261,7 @@ class _Build:
             )
         )
 
-    def assistant(self, ln: _Line, msg: dict[str, Any]) -> None:
+    def assistant(self, ln: Line, msg: dict[str, Any]) -> None:
         obj = ln.obj
         mid = msg.get("id")
         content = msg.get("content")
@@ -445,11 +337,11 @@ class _Build:
         self.requests.append((self.turn, self.compacted, window))
         self.compacted = False
 
-    def boundary_line(self, ln: _Line) -> None:
+    def boundary_line(self, ln: Line) -> None:
         self.close_reply()
         self.boundary = ln
 
-    def compaction_summary(self, ln: _Line, text: str) -> None:
+    def compaction_summary(self, ln: Line, text: str) -> None:
         covers = tuple(str(m.id) for m in self.messages)
         meta: dict[str, Any] = {"summary_line": ln.line}
         b = self.boundary
@@ -559,7 +451,7 @@ def read(
 
 
 def _read_agent(
-    source: Source, skip_invalid: bool, lines: list[_Line], label: str | None
+    source: Source, skip_invalid: bool, lines: list[Line], label: str | None
 ) -> Iterator[RawItem]:
     """One agent's conversation; ``label`` names its session `<session>/<label>` (when every
     agent is read: a subagent shares its session's id)."""
@@ -608,4 +500,4 @@ def _read_agent(
     yield from b.out
 
 
-__all__ = ["agents", "chain", "detect", "detect_path", "name", "read", "read_path"]
+__all__ = ["MAIN", "agents", "chain", "detect", "detect_path", "name", "read", "read_path"]
