@@ -300,3 +300,27 @@ def agent_budget(t: Transcript, session: str, costs: Sequence[int], counter: Any
         if t.messages[w.before].session == session and size_known(w)
     ]
     return max(sizes) if sizes else None
+
+
+def recorded(rctx: Any, replay: Callable[..., Any]) -> list[Compaction]:
+    """The compactions of ``rctx``'s transcript, and which simulated strategy would have kept
+    what each dropped, at the agent's own size (--budget, else its largest recorded request).
+    ``replay`` is the engine's (memdiag.replay.replay, which imports this module)."""
+    from memdiag.strategies import SIMULATED
+
+    t = rctx.transcript
+    out: list[Compaction] = []
+    for c in compactions(t, rctx.costs, rctx.counter, rctx.memory_text):
+        own = agent_budget(t, c.session, rctx.costs, rctx.counter)
+        budget = rctx.settings.budget or own or rctx.budget
+        sized = rctx.with_budget(budget)
+
+        def kept(fact: str, turn: int, _: int, sized: Any = sized) -> dict[str, bool]:
+            found = {}
+            for name in SIMULATED:
+                s = replay(sized, name, [fact], until_turn=turn, from_session_of=turn).facts[0]
+                found[name] = s.kept_by is not None and s.lost_at_turn is None
+            return found
+
+        out.extend(with_what_if([c], t, budget, kept))
+    return out

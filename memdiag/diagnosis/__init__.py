@@ -120,6 +120,7 @@ def diagnose(
     *,
     cache: bool = True,
     memory_files: Sequence[MemoryFile] = (),
+    keep: list[ReplayContext] | None = None,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
     all of them.
@@ -129,6 +130,8 @@ def diagnose(
     strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
     user cache dir. ``memory_files``: the agent's instruction files (CLAUDE.md, AGENTS.md), the
     procedural layer injected whole at every session start: a fact they state is delivered.
+    ``keep``: the run's replay context is appended to it (the --html report replays from it
+    instead of counting the transcript again).
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     if memory_files:
@@ -138,6 +141,8 @@ def diagnose(
             (memory_text, memory_tokens), memory_files, settings.token_counter()
         )
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
+    if keep is not None:
+        keep.append(rctx)
     simulated = settings.strategy not in ("all", "observed")
     strategy = settings.strategy if simulated else "sliding_window"
     observed = observed and bool(transcript.windows)
