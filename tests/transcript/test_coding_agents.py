@@ -556,3 +556,31 @@ def _diagnose_path(path: Path, fact: str) -> Any:
     t = load(path)
     (d,) = diagnose(t, Settings(), [Failure(fact, len(t.turns))], cache=False)
     return d.to_dict()
+
+
+def test_the_coding_agent_json_follows_the_schemas() -> None:
+    """The fields a coding-agent session adds (compactions, memory files, the compaction and
+    the memory file of a diagnosis) are in memdiag/schemas, and validate."""
+    from tests.test_json_contract import validate
+
+    replayed = invoke("replay", str(FORGETS), "--memory-file", str(CLAUDE_MD), "--format", "json")
+    doc = validate("replay", replayed.stdout)
+    assert doc["compactions"] and doc["memory_files"]
+    for fact, flags in (
+        ("never add Co-Authored-By", []),
+        ("never add Co-Authored-By", ["--memory-file", str(CLAUDE_MD)]),
+        ("always run make test", []),
+    ):
+        r = invoke(
+            "diagnose", str(FORGETS), "--fact", fact, *flags, "--format", "json", "--no-cache"
+        )
+        (d,) = validate("diagnose", r.stdout)["diagnoses"]
+        assert "compaction" in d["details"] or "memory_file" in d["details"]
+    import jsonschema
+
+    from tests.test_json_contract import schema
+
+    bad = json.loads(replayed.stdout)
+    bad["compactions"][0]["kept"] = [{"text": 1}]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema("replay")).validate(bad)
