@@ -484,7 +484,7 @@ def recorded_compactions(rctx: ReplayContext) -> list[Compaction]:
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
     """The strategies of a run: 'all' is every simulated one, plus `observed` when the
-    transcript recorded its windows (SPEC §2b)."""
+    transcript recorded its windows (docs/reference.md#observed-windows)."""
     from memdiag.strategies import SIMULATED
 
     if name == "all":
@@ -585,9 +585,14 @@ def tracked_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[s
     """What replay follows without --fact: the strong facts the user stated, then the facts of
     the `forgot` markers (the failures the transcript names), each once."""
     facts = dict.fromkeys(auto_facts(transcript, memo))
-    known = {fold(f) for f in facts}
+    known = [fold(f) for f in facts]
     for m in transcript.messages:
-        if m.forgot and fold(m.forgot) not in known:
-            facts.setdefault(m.forgot, None)
-            known.add(fold(m.forgot))
+        if not m.forgot:
+            continue
+        marker = fold(m.forgot)
+        # "对花生过敏" is the extractor's "花生过敏": one fact, tracked once
+        if any(k == marker or (k in marker and len(k) >= 0.6 * len(marker)) for k in known):
+            continue
+        facts.setdefault(m.forgot, None)
+        known.append(marker)
     return list(facts)
