@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, LineTerms, TermIndex, fold, match, text_terms
@@ -21,6 +22,10 @@ from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
+
+if TYPE_CHECKING:
+    from memdiag.compactions import Compaction
+    from memdiag.memory_files import MemoryFile
 
 Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
@@ -465,6 +470,26 @@ class ReplayReport:
     facts_found: bool  # True when the facts were found by the strong-fact extractor
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
     budget_recorded: bool = False  # the budget is the trace's largest recorded request
+    # a coding agent's recorded compactions: what each kept and dropped (docs/coding-agents.md)
+    compactions: Sequence[Compaction] = ()
+    # the instruction files given with --memory-file (injected at every turn)
+    memory_files: Sequence[MemoryFile] = ()
+
+    def extra(self) -> dict[str, Any]:
+        """What a coding-agent session adds to the JSON output (nothing for other transcripts)."""
+        out: dict[str, Any] = {}
+        if self.memory_files:
+            out["memory_files"] = [f.to_dict() for f in self.memory_files]
+        if self.compactions:
+            out["compactions"] = [c.to_dict() for c in self.compactions]
+        return out
+
+
+def recorded_compactions(rctx: ReplayContext) -> list[Compaction]:
+    """The recorded compactions, with the what-if of what each dropped (memdiag.compactions)."""
+    from memdiag.compactions import recorded
+
+    return recorded(rctx, replay)
 
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
@@ -540,6 +565,9 @@ def run(
     for res in results:
         if res.name == "observed":  # recounted exactly, beside what the provider reported
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
+    comps: Sequence[Compaction] = ()
+    if any(ev.meta for ev in transcript.summaries):
+        comps = recorded_compactions(rctx)
     return ReplayReport(
         transcript,
         rctx.counter.encoding_name,
@@ -549,6 +577,7 @@ def run(
         found,
         rctx.costs,
         budget_recorded=recorded is not None,
+        compactions=comps,
     )
 
 

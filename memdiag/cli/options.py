@@ -80,6 +80,15 @@ FromOpt = Annotated[
         help=f"Input format (default: auto-detect): {', '.join(format_names())}.",
     ),
 ]
+MemoryFileOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--memory-file",
+        help="An instruction file the agent reads at every session start (CLAUDE.md, AGENTS.md, "
+        "MEMORY.md; repeatable): its tokens count in the window, and a fact it states is "
+        "delivered by that layer.",
+    ),
+]
 SkipInvalidOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
 ]
@@ -87,8 +96,16 @@ SessionOpt = Annotated[
     str | None,
     typer.Option(
         "--session",
-        help="Agents SDK database: the session to read (ID, or all); without it, the "
-        "sessions are listed.",
+        help="Agents SDK database or Claude Code project directory: the session to read (ID, "
+        "or all); without it, the sessions are listed.",
+    ),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="Claude Code session: read this subagent (its agentId, as the warning lists them, "
+        "or all) instead of the main conversation.",
     ),
 ]
 ConversationOpt = Annotated[
@@ -256,6 +273,7 @@ class InputFlags:
     session: SessionOpt = None
     conversation: ConversationOpt = None
     system: SystemOpt = None
+    agent: AgentOpt = None
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -170,7 +170,7 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
     if how.session is not None and how.conversation is not None:
         raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
     select = how.session if how.session is not None else how.conversation
-    selection = Selection(conversation=select)
+    selection = Selection(conversation=select, agent=how.agent)
     transcript = load(
         path,
         how.input_format,

@@ -54,6 +54,9 @@ class SummaryEvent:
     replaces_through: int  # index of the last message it covers
     session: str
     line: int = 0
+    # what the source tells of it (a coding agent's compaction: line, time, trigger, tokens
+    # before and after; docs/coding-agents.md)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +184,7 @@ class RawSummary:
     content: str
     replaces_through: str | None = None  # message id; None: everything before the event
     line: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 # a reader may yield the probes of a benchmark, and why some could not be read, along its messages
@@ -317,7 +321,7 @@ def build(
                 line=raw.line,
             )
         owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
-        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line))
+        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line, raw.meta))
     windows, retrievals = resolve(pending_events, messages, path)
 
     return Transcript(

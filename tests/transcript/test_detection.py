@@ -139,7 +139,12 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
     assert formats.formats() == formats.FORMATS
     assert formats.detection_order() == formats.DETECTION_ORDER
     # openai_agents takes any SQLite file (and names the table it lacks): asked last
-    assert [f.name for f in formats.PATH_FORMATS] == ["langgraph", "openai_agents"]
+    assert [f.name for f in formats.PATH_FORMATS] == [
+        "claude_code",
+        "codex",
+        "langgraph",
+        "openai_agents",
+    ]
 
 
 EXAMPLES = [(f.name, e) for f in _registry.formats().values() for e in f.examples]

@@ -14,7 +14,14 @@ from typing import Any
 
 from memdiag.config import Settings
 from memdiag.render.report.data import TextRecorder, document, run_data
-from memdiag.replay import ReplayContext, ReplayReport, prepare, replay, strategy_names
+from memdiag.replay import (
+    ReplayContext,
+    ReplayReport,
+    prepare,
+    recorded_compactions,
+    replay,
+    strategy_names,
+)
 from memdiag.transcript.model import Transcript
 
 
@@ -62,6 +69,7 @@ def replay_for_report(
     if getattr(transcript, "windows", None) and "observed" not in names:
         names.append("observed")  # the recorded requests of a trace: one more column
     results = [replay(rctx, name, facts, observe=recorder(name)) for name in names]
+    recorded = any(ev.meta for ev in transcript.summaries)
     report = ReplayReport(
         transcript,
         rctx.counter.encoding_name,
@@ -70,6 +78,7 @@ def replay_for_report(
         list(facts),
         False,
         rctx.costs,
+        compactions=recorded_compactions(rctx) if recorded else (),
     )
     return report, recorder
 

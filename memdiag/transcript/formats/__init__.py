@@ -115,6 +115,7 @@ def load(
 
     chosen = selection if selection is not None else Selection(conversation=select)
     if fmt is not None:
+        fmt = fmt.replace("-", "_")  # `--from claude-code` names the claude_code format
         get(fmt)  # an unknown name is a usage error that lists the names
     by_path = next(
         (f for f in path_formats() if f.name == fmt or (fmt is None and f.detect_path(path))),
