@@ -124,19 +124,6 @@ def records_of(value: Any, where: str) -> tuple[Record, ...]:
     return tuple(out)
 
 
-@dataclass
-class Call:
-    """One LLM call as a trace records it, before messages are matched."""
-
-    where: str  # path inside the file, for errors and `source`
-    session: str | None
-    inputs: list[RawMessage]
-    outputs: list[RawMessage]
-    start: Any  # sort key
-    prompt_tokens: int | None = None
-    model: str | None = None
-
-
 def sub(obj: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     """``obj[key]`` when it must be an object: empty when missing, null or empty, a PathError
     naming ``where.key`` when it is a value of another type (a string where usage belongs)."""

@@ -101,12 +101,13 @@ def load(
     *,
     skip_invalid: bool = False,
     select: str | None = None,
+    agent: str | None = None,
 ) -> Transcript:
     """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
 
     ``select`` picks the conversation of a file that holds several (a chat export, an Agents
     SDK database) by id or title, or ``all``; without it such a file raises ChoiceNeeded,
-    which lists them.
+    which lists them. ``agent`` picks the agent of a file of LLM calls (docs/traces.md).
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
@@ -133,9 +134,15 @@ def load(
                 "--session/--conversation choose among the conversations of an export or an "
                 f"Agents SDK database; a {name} file is read whole"
             )
+        if agent is not None and not getattr(reader, "reads_calls", False):
+            raise UsageError(
+                f"--agent chooses among the agents of a file of LLM calls; a {name} file has none"
+            )
         try:
             if hasattr(reader, "select_flag"):  # holds several conversations: choose
                 items = list(reader.read(source, skip_invalid, select=select))
+            elif getattr(reader, "reads_calls", False):
+                items = list(reader.read(source, skip_invalid, agent=agent))
             else:
                 items = list(reader.read(source, skip_invalid))
         except _UNCHECKED as exc:

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from memdiag.transcript.calls import Call, CallItem, Search, Usage
+from memdiag.transcript.calls.interpret import interpret
 from memdiag.transcript.events import RawRetrieval
-from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
 from memdiag.transcript.source import Source, message_from_dict
 from memdiag.transcript.tracing import (
-    Call,
-    CallLedger,
     PathError,
     ancestors,
     as_text,
@@ -45,6 +45,7 @@ from memdiag.transcript.tracing import (
 )
 
 name = "otel"
+reads_calls = True  # takes --agent (docs/traces.md)
 
 INFERENCE = {"chat", "text_completion", "generate_content"}
 # a conversation: OpenTelemetry's attribute, then OpenInference's and OpenLLMetry's; without one
@@ -285,20 +286,39 @@ def detect(source: Source) -> bool:
     return is_sdk_span(first) and isinstance(first.get("attributes"), dict)
 
 
-def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def read(source: Source, skip_invalid: bool, agent: str | None = None) -> Iterator[RawItem]:
     try:
         spans = spans_of(source)
     except PathError as exc:
         raise source.error(str(exc)) from None
-    yield from with_memory_tools(read_spans(spans, source, skip_invalid))
+    calls = list(calls_of(spans, source, skip_invalid))
+    yield from with_memory_tools(interpret(calls, source, agent=agent, unit="span"))
 
 
-def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def _agentish(span: Span) -> str | None:
+    """'agent' for an agent's span, 'tool' for a tool's (an agent called as a tool runs under
+    one), else None."""
+    if span.operation == "invoke_agent":
+        return "agent"
+    if span.operation == "execute_tool" or span.attributes.get("openinference.span.kind") == "TOOL":
+        return "tool"
+    return None
+
+
+def _agent_name(span: Span) -> str:
+    for key in ("gen_ai.agent.name", "gen_ai.tool.name"):
+        name = span.attributes.get(key)
+        if isinstance(name, str) and name:
+            return name
+    for prefix in ("invoke_agent ", "execute_tool "):
+        if span.name.startswith(prefix):
+            return span.name[len(prefix) :].strip() or "agent"
+    return span.name or "agent"
+
+
+def calls_of(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[CallItem]:
+    """The calls and memory searches of the spans, in time order."""
     by_id = {s.span_id: s for s in spans if s.span_id}
-
-    ledger = CallLedger()
-    session: str | None = None
-    nested = 0
     uncaptured = 0
     # OTLP starts are nanoseconds, the SDK's are ISO strings: a file mixing both sorts by kind first
     for span in sorted(spans, key=lambda s: (isinstance(s.start, str), s.start)):
@@ -306,9 +326,9 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
         if op not in INFERENCE and op not in SEARCH:
             continue
         chain = list(ancestors(span, by_id, lambda s: s.parent_id))
-        if sum(1 for a in chain if a.operation == "invoke_agent") >= 2:
-            nested += 1
-            continue
+        agents = [_agent_name(a) for a in reversed(chain) if _agentish(a)]
+        agent = "/".join(agents) or None
+        nested = any(_agentish(a) == "tool" for a in chain)
         conv = next(
             (
                 str(s.attributes[key])
@@ -318,17 +338,15 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
             ),
             None,
         )
-        if conv is not None and conv != session:
-            session = conv
-            ledger.session(conv)
-            yield RawSession(conv)
         try:
             if op in SEARCH:
                 found = _retrieval(span)
                 if found is None:
                     uncaptured += 1
                 else:
-                    yield found
+                    yield Search(
+                        span.where, found.query, found.records, conv, agent, nested, span.start
+                    )
                 continue
             inputs, outputs = _messages(span)
             if not inputs:
@@ -347,34 +365,26 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
             or a.get("gen_ai.request.model")
             or a.get("llm.model_name")
         )
-        call = Call(
-            span.where,
-            session,
-            inputs,
-            outputs,
-            span.start,
-            next(
-                (n for key in PROMPT_TOKEN_KEYS if (n := int_or_none(a.get(key))) is not None),
-                None,
-            ),
-            None if model is None else str(model),
+        tokens = next(
+            (n for key in PROMPT_TOKEN_KEYS if (n := int_or_none(a.get(key))) is not None), None
         )
-        yield from ledger.call(
-            call.inputs,
-            call.outputs,
-            prompt_tokens=call.prompt_tokens,
-            model=call.model,
-            source=call.where,
+        yield Call(
+            span.where,
+            tuple(inputs),
+            tuple(outputs),
+            None if model is None else str(model),
+            Usage(tokens),
+            session=conv,
+            agent=agent,
+            parent=span.parent_id,
+            id=span.span_id,
+            start=span.start,
+            nested=nested,
         )
     if uncaptured:
         source.warnings.append(
             f"{source.path}: {uncaptured} memory search span(s) without their records "
             "(content capture off): not judged"
-        )
-    if nested:
-        source.warnings.append(
-            f"{source.path}: {nested} span(s) of nested sub-agents left out (their own context; "
-            "their answers reach this agent as tool results)"
         )
 
 
