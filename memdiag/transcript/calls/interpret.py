@@ -104,9 +104,20 @@ def select_agent(
 def auxiliary(calls: Sequence[Call]) -> dict[int, str]:
     """Calls whose output reappears inside a later call's input: index → normalized output.
 
-    A reply comes back as itself (an assistant message); an output that comes back as another
-    message, or inside one, was made for the agent, not for the human.
+    A reply comes back as itself (an assistant message of a later request) and is the human's;
+    an output that comes back only as another message, or inside one (a system prompt, a
+    "summary so far" message), was made for the agent. A message that quotes the human's own
+    messages is a transcript handed to a summarizer, not an injection: it proves nothing.
     """
+    replies: set[str] = set()
+    users: set[str] = set()
+    for c in calls:
+        for m in c.inputs:
+            text = _norm(m.content)
+            if m.role == "assistant":
+                replies.add(text)
+            elif m.role == "user" and len(text) >= MIN_ECHO:
+                users.add(text)
     found: dict[int, str] = {}
     seen: set[tuple[str, str]] = set()
     earlier: list[tuple[int, str]] = []
@@ -118,13 +129,17 @@ def auxiliary(calls: Sequence[Call]) -> dict[int, str]:
             if len(text) < MIN_ECHO or (m.role, text) in seen:
                 continue
             seen.add((m.role, text))
+            if any(u in text for u in users if u != text):
+                continue  # a transcript quoted for a summarizer or a memory writer
             for i, out in earlier:
                 if out == text or out in text:
                     found[i] = out
         out = _norm(" ".join(m.content for m in c.outputs if m.role == "assistant"))
         if SUMMARIZATION in c.markers:
             found[j] = out
-        elif len(out) >= MIN_ECHO and not any(m.tool_calls for m in c.outputs):
+        elif (
+            len(out) >= MIN_ECHO and out not in replies and not any(m.tool_calls for m in c.outputs)
+        ):
             earlier.append((j, out))
     return found
 
