@@ -94,6 +94,14 @@ ConversationOpt = Annotated[
         "without it, the conversations are listed.",
     ),
 ]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="Traces and call logs: the agent whose conversation to read (a name listed in "
+        "the warning); without it, the one the human talks to.",
+    ),
+]
 SummarizerOpt = Annotated[
     str | None, typer.Option(help="Summary strategy: extractive (default), recorded or llm.")
 ]
@@ -231,6 +239,7 @@ class InputFlags:
     skip_invalid: SkipInvalidOpt = False
     session: SessionOpt = None
     conversation: ConversationOpt = None
+    agent: AgentOpt = None
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -126,7 +126,9 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
     if how.session is not None and how.conversation is not None:
         raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
     select = how.session if how.session is not None else how.conversation
-    transcript = load(path, how.input_format, skip_invalid=how.skip_invalid, select=select)
+    transcript = load(
+        path, how.input_format, skip_invalid=how.skip_invalid, select=select, agent=how.agent
+    )
     err = stderr()
     from memdiag.render.literal import literal
 

@@ -45,6 +45,16 @@ def _label(key: str | None) -> str:
 # --- agents ----------------------------------------------------------------------------------
 
 
+class AgentNeeded(ChoiceNeeded):
+    """--agent names no agent of the file: exit 2 with the agents listed."""
+
+    def __init__(self, path: str, head: str, choices: Sequence[Choice]) -> None:
+        super().__init__(path, head, "--agent", choices)
+        listing = "\n".join(c.line() for c in choices)
+        self.message = f"{head}; choose one with --agent NAME:\n{listing}"
+        self.args = (f"{path}: {self.message}",)
+
+
 @dataclass
 class _Group:
     key: str | None
@@ -93,7 +103,7 @@ def select_agent(
             if choice in (_label(key), (key or "").rpartition("/")[2]):
                 return key, groups
         listed = [Choice(_label(k), messages=len(groups[k].calls), unit="call") for k in keys]
-        raise ChoiceNeeded(path, f"no agent is {choice!r} among {len(keys)}", "--agent", listed)
+        raise AgentNeeded(path, f"no agent is {choice!r} among {len(keys)}", listed)
     main = next((k for k in keys if not _is_other(groups[k], keys)), keys[0] if keys else None)
     return main, groups
 
