@@ -31,7 +31,7 @@ from memdiag.transcript.source import Choice, ChoiceNeeded, Source
 from memdiag.transcript.tracing import CallLedger
 
 UNNAMED = "(unnamed)"  # the agent of calls whose source names none
-MIN_ECHO = 24  # an output shorter than this (normalized) is too common to be recognised again
+MIN_ECHO = 16  # an output shorter than this (normalized) is too common to be recognised again
 
 
 def _norm(text: str) -> str:
@@ -182,14 +182,14 @@ def _stable_ends(texts: Sequence[str]) -> tuple[int, int]:
     return p, s
 
 
-def _section_ends(calls: Sequence[Call], chosen: Sequence[int]) -> dict[tuple[str, int], tuple]:
-    """(session, k) → the stable ends of the k-th leading system message, where it varies."""
-    variants: dict[tuple[str, int], set[str]] = {}
-    for i in chosen:
-        c = calls[i]
+def _section_ends(calls: Sequence[Call]) -> dict[int, tuple[int, int]]:
+    """k → the stable ends of the k-th leading system message, where it varies between the
+    agent's calls (of any session: a session of one request still injects)."""
+    variants: dict[int, set[str]] = {}
+    for c in calls:
         for k in range(_leading_system(c.inputs)):
-            variants.setdefault((str(c.session), k), set()).add(c.inputs[k].content)
-    return {key: _stable_ends(sorted(v)) for key, v in variants.items() if len(v) > 1}
+            variants.setdefault(k, set()).add(c.inputs[k].content)
+    return {k: _stable_ends(sorted(v)) for k, v in variants.items() if len(v) > 1}
 
 
 # --- the interpreter ---------------------------------------------------------------------------
@@ -209,7 +209,12 @@ def interpret(
     unit: str = "call",
 ) -> Iterator[RawItem]:
     """The transcript items of a sequence of calls and searches, in the source's order."""
-    calls = [x for x in items if isinstance(x, Call)]
+    every = [x for x in items if isinstance(x, Call)]
+    # auxiliary calls first: a memory writer may run as an agent of its own (a span named
+    # "remember.after_agent" is an AGENT to OpenInference), its output lands in the main one
+    aux = auxiliary(every)
+    calls = [c for i, c in enumerate(every) if i not in aux]
+    aux_texts = [t for t in aux.values() if t]
     chosen, groups = select_agent(calls, agent, source.path)
     mine = groups[chosen].calls if chosen in groups else []
     others = {k: g for k, g in groups.items() if k != chosen}
@@ -226,17 +231,14 @@ def interpret(
             source.warnings.append(
                 f"{source.path}: every {unit} is a sub-agent's; read {_label(chosen)}"
             )
-    own = [calls[i] for i in mine]
-    aux = auxiliary(own)
-    aux_texts = [t for t in aux.values() if t]
     if aux:
         source.warnings.append(
             f"{source.path}: {len(aux)} auxiliary {unit}(s) (a summarizer or a memory writer: "
             "their output reappears in later requests) read as window sections, not turns"
         )
-    kept = [i for i in range(len(own)) if i not in aux]
-    ends = _section_ends(own, kept)
-    keep = {id(own[i]) for i in kept}
+    own = [calls[i] for i in mine]
+    ends = _section_ends(own)
+    keep = {id(c) for c in own}
     keys = set(groups)
     ledger = CallLedger()
     sessions: dict[str, _Session] = {}
@@ -259,16 +261,15 @@ def interpret(
             continue
         yield from enter(item.session)
         state = sessions.setdefault(str(current), _Session())
-        yield from _one_call(item, ledger, state, ends, aux_texts, str(item.session))
+        yield from _one_call(item, ledger, state, ends, aux_texts)
 
 
 def _one_call(
     call: Call,
     ledger: CallLedger,
     state: _Session,
-    ends: dict[tuple[str, int], tuple],
+    ends: dict[int, tuple[int, int]],
     aux_texts: Sequence[str],
-    session: str,
 ) -> Iterator[RawItem]:
     inputs: list[RawMessage] = []
     extra: list[tuple[str, bool]] = []  # (content, holds an auxiliary output)
@@ -276,8 +277,8 @@ def _one_call(
     for k, m in enumerate(call.inputs):
         m = replace(m)  # the ledger names the messages it adds
         text = m.content
-        if k < lead and (session, k) in ends:
-            p, s = ends[(session, k)]
+        if k < lead and k in ends:
+            p, s = ends[k]
             middle = text[p : len(text) - s] if s else text[p:]
             stable = text[:p] + (text[len(text) - s :] if s else "")
             if middle.strip():
