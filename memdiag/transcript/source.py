@@ -113,6 +113,12 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.records.append((lineno, json_loads(raw)))
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError):
+                if doc_error is not None and doc_error.msg == "Extra data":
+                    # documents one after another, each over several lines (what
+                    # OpenTelemetry's ConsoleSpanExporter prints): read each one
+                    docs = _concatenated(text)
+                    if docs is not None:
+                        return Source(name, docs, is_jsonl=True)
                 if doc_error is not None and not source.records and "\n" in text.strip():
                     # not JSON Lines either: one document cut short or broken (an export)
                     cut = doc_error.pos >= len(text.rstrip()) or doc_error.msg.startswith("Unterm")
@@ -132,6 +138,29 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.warnings.append(f"{name}:{lineno}: skipped: {short}")
             source.problems.append(ReadProblem(message, lineno))
     return source
+
+
+def _concatenated(text: str) -> list[tuple[int, Any]] | None:
+    """JSON documents written one after another (no array, not one per line), each with the
+    line it starts on; None when the text is not that."""
+    decoder = json.JSONDecoder()
+    out: list[tuple[int, Any]] = []
+    pos, line = 0, 1
+    while True:
+        start = pos
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        line += text.count("\n", start, pos)
+        if pos == len(text):
+            return out if len(out) > 1 else None
+        try:
+            _, end = decoder.raw_decode(text, pos)
+            doc = json_loads(text[pos:end])  # the reader's limits, on each document
+        except ValueError:
+            return None
+        out.append((line, doc))
+        line += text.count("\n", pos, end)
+        pos = end
 
 
 _BLOB_KEYS = {"file_data", "data", "base64", "image_url", "url"}

@@ -9,6 +9,7 @@ at turn 1 she is vegetarian; the research agent, which never heard it, suggested
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner
@@ -77,3 +78,23 @@ def test_a_file_of_sub_agent_calls_alone_is_read() -> None:
 def test_agent_is_refused_for_a_file_without_calls() -> None:
     res = runner.invoke(app, ["convert", str(FIXTURES / "demo.jsonl"), "--agent", "research-agent"])
     assert res.exit_code == 2 and "--agent" in res.output
+
+
+def test_console_span_exporter_output_reads_as_the_same_trace() -> None:
+    # ConsoleSpanExporter's default: pretty-printed spans one after another, no array
+    console = load(STACK / "console.json")
+    array = load(STACK / "trace.json")
+    assert [(m.role, m.content) for m in console.messages] == [
+        (m.role, m.content) for m in array.messages
+    ]
+    assert [w.ids for w in console.windows] == [w.ids for w in array.windows]
+
+
+def test_a_broken_document_among_concatenated_ones_names_its_line(tmp_path: Path) -> None:
+    text = (STACK / "console.json").read_text()
+    cut = text.index("\n}\n{") + 3  # the second span starts here
+    bad = tmp_path / "console.json"
+    bad.write_text(text[:cut] + '    "name": oops,\n' + text[cut:])
+    res = runner.invoke(app, ["convert", str(bad)])
+    assert res.exit_code == 2
+    assert "invalid JSON" in res.output and "Traceback" not in res.output
