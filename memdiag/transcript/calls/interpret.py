@@ -280,7 +280,10 @@ def _one_call(
         if k < lead and k in ends:
             p, s = ends[k]
             middle = text[p : len(text) - s] if s else text[p:]
-            stable = text[:p] + (text[len(text) - s :] if s else "")
+            head, tail = text[:p], (text[len(text) - s :] if s else "")
+            if head.endswith("\n") and tail.startswith("\n"):
+                tail = tail[1:]  # the line the section held is gone, not its line ends twice
+            stable = head + tail
             if middle.strip():
                 extra.append((middle.strip(), _holds_aux(middle, aux_texts)))
             if not stable.strip():

@@ -28,7 +28,7 @@ from memdiag.transcript.calls.interpret import interpret
 from memdiag.transcript.events import RawRetrieval
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
-from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.source import Source, json_loads, message_from_dict
 from memdiag.transcript.tracing import (
     PathError,
     ancestors,
@@ -227,11 +227,62 @@ def _openinference(items: list[Any], where: str) -> list[RawMessage]:
     return out
 
 
+def _flat_content(value: Any) -> str:
+    """OpenLLMetry's `content`: text, or content blocks as a JSON string (multimodal)."""
+    if isinstance(value, str) and value.lstrip().startswith("[{"):
+        try:
+            blocks = json_loads(value)
+        except ValueError:
+            return value
+        if isinstance(blocks, list) and all(isinstance(b, dict) and "type" in b for b in blocks):
+            return "\n".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text")
+    return as_text(value)
+
+
+def _openllmetry(items: list[Any], where: str) -> list[RawMessage]:
+    """OpenLLMetry's flattened `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` attributes:
+    role, content, tool_call_id, tool_calls.M.{id, name, arguments}."""
+    out = []
+    for k, m in enumerate(items):
+        at = f"{where}.{k}"
+        if not isinstance(m, dict):
+            raise PathError(at, "expected role / content attributes")
+        raw_calls = m.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise PathError(f"{at}.tool_calls", "expected tool_calls.M.* attributes")
+        calls = [
+            tool_call(
+                c.get("id"), c.get("name"), c.get("arguments", ""), f"{at}.tool_calls.{j}.name"
+            )
+            for j, c in enumerate(raw_calls)
+            if isinstance(c, dict)
+        ]
+        role = m.get("role", "assistant" if where.endswith("completion") else None)
+        tool_id = m.get("tool_call_id")
+        meta = {"finish_reason": m["finish_reason"]} if m.get("finish_reason") else {}
+        out.append(
+            RawMessage(
+                role_of(role, at),
+                _flat_content(m.get("content")),
+                tool_calls=tuple(calls),
+                tool_call_id=None if tool_id is None else str(tool_id),
+                metadata=meta,
+            )
+        )
+    return out
+
+
 def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
     """(inputs, outputs) of an inference span, from attributes or events."""
     a = span.attributes
     where = f"{span.where}.attributes"
     inputs: list[RawMessage] = []
+    if "gen_ai.prompt.0.role" in a or "gen_ai.prompt.0.content" in a:
+        inputs = _openllmetry(_unflatten(a, "gen_ai.prompt", where), f"{where}.gen_ai.prompt")
+        outputs = _openllmetry(
+            _unflatten(a, "gen_ai.completion", where), f"{where}.gen_ai.completion"
+        )
+        return inputs, outputs
     if "llm.input_messages.0.message.role" in a:
         inputs = _openinference(
             _unflatten(a, "llm.input_messages", where), f"{where}.llm.input_messages"

@@ -1,0 +1,208 @@
+"""The call model and its interpreter (docs/traces.md), as a caller: calls in, transcript out.
+
+The rules are the framework-independent ones: auxiliary calls (summarizers, memory writers) are
+no turns, what varies in the leading system messages is a section, the main agent is the one
+the human talks to. Then the call sources added on the model, each on a fixture its real
+library made.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from memdiag.cli import app
+from memdiag.transcript import load
+from memdiag.transcript.calls import SUMMARIZATION, Call
+from memdiag.transcript.calls.interpret import auxiliary, interpret
+from memdiag.transcript.model import RawMessage, build
+from memdiag.transcript.source import Source
+from tests.conftest import FIXTURES
+
+TRACES = FIXTURES / "formats" / "traces"
+runner = CliRunner()
+SYSTEM = "You are a travel assistant."
+
+
+def msg(role: str, content: str) -> RawMessage:
+    return RawMessage(role, content)
+
+
+def call(inputs: list[tuple[str, str]], reply: str, **kw: object) -> Call:
+    return Call(
+        "x",
+        tuple(msg(r, c) for r, c in inputs),
+        (msg("assistant", reply),),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def transcript(calls: list[Call], agent: str | None = None):  # type: ignore[no-untyped-def]
+    source = Source("calls.json", [], is_jsonl=False)
+    items = list(interpret(calls, source, agent=agent))
+    return build(items, path="calls.json", format="otel", warnings=source.warnings)
+
+
+# --- auxiliary calls ------------------------------------------------------------------------
+
+CONVERSATION = [
+    ("I'm allergic to peanuts, remember it.", "Noted: no peanuts."),
+    ("I fly to Lisbon on Friday morning.", "Have a good flight!"),
+]
+SUMMARY = "The user flies to Lisbon on Friday morning."
+
+
+def summarized_calls(marker: bool = False) -> list[Call]:
+    (q1, a1), (q2, a2) = CONVERSATION
+    return [
+        call([("system", SYSTEM), ("user", q1)], a1),
+        call([("system", SYSTEM), ("user", q1), ("assistant", a1), ("user", q2)], a2),
+        call(
+            [("user", f"Summarize:\nhuman: {q1}\nai: {a1}\nhuman: {q2}\nai: {a2}")],
+            SUMMARY,
+            markers=frozenset({SUMMARIZATION}) if marker else frozenset(),
+        ),
+        call(
+            [("system", SYSTEM), ("user", f"Summary so far: {SUMMARY}"), ("user", "A snack?")],
+            "Peanuts!",
+        ),
+    ]
+
+
+def test_a_summarizer_is_no_turn_and_its_summary_covers_what_it_replaced() -> None:
+    calls = summarized_calls()
+    assert auxiliary(calls) == {2: SUMMARY}
+    t = transcript(calls)
+    assert [m.content for m in t.messages if m.role == "user"] == [
+        CONVERSATION[0][0],
+        CONVERSATION[1][0],
+        "A snack?",
+    ]
+    last = t.windows[-1]
+    (summary,) = last.extra
+    assert summary.section == "summary" and SUMMARY in summary.content
+    stated = next(m.id for m in t.messages if "peanuts, remember" in m.content)
+    assert stated in summary.covers and stated not in last.ids
+    (event,) = t.summaries
+    assert SUMMARY in event.content
+
+
+def test_the_marker_confirms_a_summarizer_whose_output_never_came_back() -> None:
+    calls = summarized_calls(marker=True)[:3]  # the file ends before the summary is used
+    assert set(auxiliary(calls)) == {2}
+    assert not auxiliary(summarized_calls()[:3])  # without it: the last call is a turn
+
+
+def test_replies_quoted_to_a_summarizer_stay_replies() -> None:
+    # the summarizer's prompt quotes every earlier reply; they came back as themselves before
+    calls = summarized_calls()
+    t = transcript(calls)
+    assert [m.content for m in t.messages if m.role == "assistant"] == [
+        CONVERSATION[0][1],
+        CONVERSATION[1][1],
+        "Peanuts!",
+    ]
+
+
+# --- injected sections ----------------------------------------------------------------------
+
+
+def test_what_varies_in_the_system_prompt_is_the_memories_section() -> None:
+    calls = [
+        call([("system", SYSTEM), ("user", "Hi there, it's Mia.")], "Hello Mia."),
+        call(
+            [("system", f"{SYSTEM}\nMemories:\n- Lives in Porto"), ("user", "Weather?")],
+            "Sunny.",
+            session="s2",
+        ),
+    ]
+    t = transcript(calls)
+    assert {m.content for m in t.messages if m.role == "system"} == {SYSTEM}
+    assert t.windows[0].extra == ()
+    (memories,) = t.windows[1].extra
+    assert memories.section == "memories" and memories.content == "Memories:\n- Lives in Porto"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["- Lives in Porto", "- Likes jazz", "- Vegan"]), min_size=2))
+def test_the_stable_prompt_and_the_sections_make_up_each_request(memories: list[str]) -> None:
+    calls = [
+        call([("system", f"{SYSTEM}\n{m}\nBe brief."), ("user", f"Question number {k}?")], f"A{k}")
+        for k, m in enumerate(memories)
+    ]
+    t = transcript(calls)
+    varied = len(set(memories)) > 1
+    for c, w in zip(calls, t.windows, strict=True):
+        system = t.messages[w.indices[0]].content
+        extra = "".join(e.content for e in w.extra)
+        sent = c.inputs[0].content
+        if varied:
+            # the stable prompt once, the memory line as the section: nothing else differs
+            assert system == f"{SYSTEM}\nBe brief." and extra == memories[calls.index(c)]
+            assert len(system) + len(extra) + 1 == len(sent)  # the memory line's own line end
+        else:
+            assert system == sent and not w.extra
+
+
+# --- agents ---------------------------------------------------------------------------------
+
+
+def test_the_agent_answering_as_a_tool_is_left_out_and_selectable() -> None:
+    found = "Casa Vegetariana, in Graça, is the best one."
+    question = msg("user", "Dinner ideas for a vegetarian?")
+    ask = {"id": "c1", "type": "function", "function": {"name": "helper", "arguments": "{}"}}
+    asking = RawMessage("assistant", "", tool_calls=(ask,))
+    calls = [
+        Call("x", (question,), (asking,), agent="main"),
+        call([("user", "Vegetarian dinner in Lisbon")], found, agent="helper"),
+        Call(
+            "x",
+            (question, asking, RawMessage("tool", found, tool_call_id="c1")),
+            (msg("assistant", "Try Casa Vegetariana."),),
+            agent="main",
+        ),
+    ]
+    t = transcript(calls)
+    assert [m.content for m in t.messages if m.role == "user"] == ["Dinner ideas for a vegetarian?"]
+    assert any("helper (1)" in w for w in t.warnings)
+    helper = transcript(calls, agent="helper")
+    assert [m.content for m in helper.messages if m.role == "assistant"] == [found]
+
+
+# --- call sources ---------------------------------------------------------------------------
+
+
+def conversation(path: Path) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in load(path).messages]
+
+
+def test_openllmetry_flat_attributes_read_like_the_genai_conventions() -> None:
+    # the same agent, instrumented by OpenLLMetry 0.47.5 (flat) and 0.62.4 (gen_ai.*.messages)
+    flat = load(TRACES / "otel_openllmetry_flat.json")
+    assert conversation(TRACES / "otel_openllmetry_flat.json") == conversation(
+        TRACES / "otel_openai_traceloop.json"
+    )
+    spans = json.loads((TRACES / "otel_openllmetry_flat.json").read_text())
+    reported = [s["attributes"]["gen_ai.usage.prompt_tokens"] for s in spans]
+    assert [w.prompt_tokens for w in flat.windows] == reported
+    call = next(m for m in flat.messages if m.tool_calls)
+    assert call.tool_calls[0]["function"]["name"] == "get_weather"
+    res = runner.invoke(
+        app,
+        [
+            "diagnose",
+            str(TRACES / "otel_openllmetry_flat.json"),
+            "--fact",
+            "allergic to peanuts",
+            "--at",
+            "4",
+            "--format",
+            "json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "short_term_dropped"' in res.stdout
