@@ -206,3 +206,35 @@ def test_openllmetry_flat_attributes_read_like_the_genai_conventions() -> None:
     )
     assert res.exit_code == 0, res.output
     assert '"verdict": "short_term_dropped"' in res.stdout
+
+
+def test_content_only_in_log_records_is_joined_to_its_span() -> None:
+    # opentelemetry-util-genai with EVENT_ONLY capture: spans without content, and one
+    # gen_ai.client.inference.operation.details log record per call naming its span
+    path = TRACES / "otel_log_events.jsonl"
+    t = load(path)
+    assert [m.content for m in t.messages if m.role == "user"] == [
+        "Hi, I'm Mia. I'm allergic to peanuts.",
+        "I'm flying to Lisbon on Friday.",
+        "Yes, near Alfama please.",
+        "Suggest a snack for my flight.",
+    ]
+    assert t.messages[0].role == "system" and len(t.windows) == 4
+    assert [w.prompt_tokens for w in t.windows] == [29, 47, 56, 56]
+    stated = t.messages[1].id
+    assert stated in t.windows[1].ids and stated not in t.windows[3].ids  # trimmed to 4
+    res = runner.invoke(
+        app,
+        ["diagnose", str(path), "--fact", "allergic to peanuts", "--at", "4", "--format", "json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "short_term_dropped"' in res.stdout
+
+
+def test_a_span_without_content_and_without_its_log_record_still_says_so(tmp_path: Path) -> None:
+    spans_only = (TRACES / "otel_log_events.jsonl").read_text().splitlines()[0]
+    path = tmp_path / "spans.jsonl"
+    path.write_text(spans_only + "\n")
+    res = runner.invoke(app, ["convert", str(path)])
+    assert res.exit_code == 2
+    assert "has no input messages" in res.output and "content capture off" in res.output

@@ -57,6 +57,9 @@ SESSION_KEYS = (
     "langfuse.session.id",
 )
 SEARCH = {"search_memory", "retrieval"}
+# the event (a log record bound to the span) that holds a call's content when capture is
+# EVENT_ONLY, in the GenAI conventions from 1.37 on
+DETAILS = "gen_ai.client.inference.operation.details"
 PROMPT_TOKEN_KEYS = (
     "gen_ai.usage.input_tokens",
     "gen_ai.usage.prompt_tokens",
@@ -277,6 +280,11 @@ def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
     a = span.attributes
     where = f"{span.where}.attributes"
     inputs: list[RawMessage] = []
+    details = next((attrs for name, attrs in span.events if name == DETAILS), None)
+    if details is not None and "gen_ai.input.messages" not in a:
+        # content captured as the log record the span names, not on the span
+        a = {**a, **details}
+        where = f"{span.where}.log record {DETAILS}"
     if "gen_ai.prompt.0.role" in a or "gen_ai.prompt.0.content" in a:
         inputs = _openllmetry(_unflatten(a, "gen_ai.prompt", where), f"{where}.gen_ai.prompt")
         outputs = _openllmetry(
