@@ -72,7 +72,7 @@ FromOpt = Annotated[
         "--from",
         help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
         "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude, otel, "
-        "langsmith, langfuse, letta.",
+        "langsmith, langfuse, letta, request_log.",
     ),
 ]
 SkipInvalidOpt = Annotated[

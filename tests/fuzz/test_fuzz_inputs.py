@@ -59,6 +59,7 @@ TRANSCRIPTS = {
     "langsmith": ("formats/traces/langsmith_wrap_openai.json", False),
     "langfuse": ("formats/traces/langfuse_observations.json", False),
     "letta": ("formats/traces/letta_agent.af", False),
+    "request_log": ("formats/calls/request_log.jsonl", True),
 }
 N = {"transcript": (3, 800), "config": (8, 900), "spec": (6, 900), "facts": (8, 1000)}
 N |= {"rules": (6, 700), "flags": (8, 700)}

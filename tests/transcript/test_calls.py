@@ -238,3 +238,44 @@ def test_a_span_without_content_and_without_its_log_record_still_says_so(tmp_pat
     res = runner.invoke(app, ["convert", str(path)])
     assert res.exit_code == 2
     assert "has no input messages" in res.output and "content capture off" in res.output
+
+
+CALLS = FIXTURES / "formats" / "calls"
+
+
+def test_request_response_log_lines_are_calls() -> None:
+    path = CALLS / "request_log.jsonl"
+    t = load(path)
+    assert t.format == "request_log" and t.sessions == ("trip-1",)
+    assert [m.role for m in t.messages[:3]] == ["system", "user", "assistant"]
+    assert len(t.turns) == 4 and len(t.windows) == 4
+    logged = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [w.prompt_tokens for w in t.windows] == [
+        x["response"]["usage"]["prompt_tokens"] for x in logged
+    ]
+    # the profile line the agent writes into its system prompt is the memories section
+    assert {m.content for m in t.messages if m.role == "system"} == {
+        "You are a travel assistant. Be brief."
+    }
+    assert [e.content for e in t.windows[-1].extra] == [
+        "About the user: name is Mia; flies to Lisbon on Friday"
+    ]
+    res = runner.invoke(
+        app,
+        ["diagnose", str(path), "--fact", "allergic to peanuts", "--at", "4", "--format", "json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "short_term_dropped"' in res.stdout
+
+
+def test_a_bad_request_log_line_names_the_line_and_field(tmp_path: Path) -> None:
+    lines = (CALLS / "request_log.jsonl").read_text().splitlines()
+    entry = json.loads(lines[1])
+    entry["request"]["messages"][1]["role"] = "robot"
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join([lines[0], json.dumps(entry), *lines[2:]]) + "\n")
+    res = runner.invoke(app, ["convert", str(path)])
+    assert res.exit_code == 2
+    assert "line 2.request.messages[1]" in res.output and "robot" in res.output
+    skipped = load(path, skip_invalid=True)
+    assert skipped.skipped == 1 and len(skipped.windows) == 3

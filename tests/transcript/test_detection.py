@@ -132,6 +132,7 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
         "langsmith",
         "langfuse",
         "letta",
+        "request_log",
     ]
     order = [f.name for f in formats.DETECTION_ORDER]
     assert order.index("anthropic") < order.index("openai")
@@ -145,7 +146,8 @@ def test_unknown_and_unrecognised_formats_list_the_registry(tmp_path: Path) -> N
     path = write_jsonl(tmp_path / "x.jsonl", [{"hello": "world"}])
     names = (
         "canonical, openai, anthropic, langchain, sharegpt, locomo, longmemeval, "
-        "openai_responses, openai_agents, chatgpt, claude, otel, langsmith, langfuse, letta"
+        "openai_responses, openai_agents, chatgpt, claude, otel, langsmith, langfuse, letta, "
+        "request_log"
     )
     with pytest.raises(InputError, match=f"one of: {names} \\(use --from NAME\\)"):
         load(path)

@@ -26,6 +26,7 @@ from memdiag.transcript.formats import (
     openai_agents,
     openai_responses,
     otel,
+    request_log,
     sharegpt,
 )
 from memdiag.transcript.formats.base import Format, PathFormat
@@ -53,6 +54,7 @@ _ALL: tuple[Format, ...] = (
     langsmith,
     langfuse,
     letta,
+    request_log,
 )
 # name → format, in the order that help and error messages list them
 FORMATS: dict[str, Format] = {f.name: f for f in _ALL}
@@ -67,6 +69,7 @@ DETECTION_ORDER: tuple[Format, ...] = (
     langsmith,
     langfuse,
     letta,
+    request_log,
     openai_responses,
     chatgpt,
     claude,
