@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from memdiag.render import OutputFormat
+from memdiag.transcript.formats import names as format_names
 
 if TYPE_CHECKING:
     from memdiag.config import Settings
@@ -70,9 +71,7 @@ FromOpt = Annotated[
     str | None,
     typer.Option(
         "--from",
-        help="Input format (default: auto-detect): canonical, openai, anthropic, langchain, "
-        "sharegpt, locomo, longmemeval, openai_responses, openai_agents, chatgpt, claude, otel, "
-        "langsmith, langfuse, letta, request_log.",
+        help=f"Input format (default: auto-detect): {', '.join(format_names())}.",
     ),
 ]
 SkipInvalidOpt = Annotated[

@@ -122,13 +122,13 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
     """Read a transcript as the input flags say; warnings and skipped lines go to stderr."""
     from memdiag.errors import UsageError
     from memdiag.transcript import load
+    from memdiag.transcript.formats.base import Selection
 
     if how.session is not None and how.conversation is not None:
         raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
     select = how.session if how.session is not None else how.conversation
-    transcript = load(
-        path, how.input_format, skip_invalid=how.skip_invalid, select=select, agent=how.agent
-    )
+    selection = Selection(conversation=select, agent=how.agent)
+    transcript = load(path, how.input_format, skip_invalid=how.skip_invalid, selection=selection)
     err = stderr()
     from memdiag.render.literal import literal
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memdiag.transcript.source import Source
-from memdiag.transcript.tracing import PathError
+from memdiag.transcript.toolkit import PathError
 
 
 @dataclass

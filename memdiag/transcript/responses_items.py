@@ -29,9 +29,9 @@ from typing import Any
 
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage
-from memdiag.transcript.source import PathError as _Bad
-from memdiag.transcript.source import Source, bad_at, drop_nulls, slim_blobs
-from memdiag.transcript.source import json_key as key
+from memdiag.transcript.source import Source, drop_nulls, slim_blobs
+from memdiag.transcript.toolkit import PathError, reject
+from memdiag.transcript.toolkit import step as key
 
 # calls the caller runs; the value is what names the call and what its arguments are
 CLIENT_CALLS: dict[str, tuple[str | None, str]] = {
@@ -132,8 +132,8 @@ class _Reader:
         for it in items:
             try:
                 self.item(it)
-            except _Bad as exc:
-                bad_at(self.source, self.skip_invalid, exc.where, exc.message, self._line(it))
+            except PathError as exc:
+                reject(self.source, self.skip_invalid, exc, self._line(it))
         self.flush()
         if self.pending_meta and self.out:  # metadata after the last message stays with it
             last = self.out[-1]
@@ -147,12 +147,14 @@ class _Reader:
     def item(self, it: Item) -> None:
         obj = it.value
         if not isinstance(obj, dict):
-            raise _Bad(it.where, f"expected an item object, got {type(obj).__name__}")
+            raise PathError(it.where, f"expected an item object, got {type(obj).__name__}")
         kind = obj.get("type", "message" if "role" in obj else None)
         if kind is None:
-            raise _Bad(it.where, "missing field 'type' (message, function_call, reasoning, ...)")
+            raise PathError(
+                it.where, "missing field 'type' (message, function_call, reasoning, ...)"
+            )
         if not isinstance(kind, str) or kind not in ITEM_TYPES:
-            raise _Bad(
+            raise PathError(
                 key(it.where, "type"),
                 f"unknown item type {kind!r}; expected message, function_call, "
                 "function_call_output, reasoning or another Responses item type",
@@ -176,7 +178,7 @@ class _Reader:
     def message(self, it: Item, obj: dict[str, Any]) -> RawMessage:
         role = obj.get("role")
         if not isinstance(role, str) or role not in ROLES:
-            raise _Bad(
+            raise PathError(
                 key(it.where, "role"),
                 f"unknown role {role!r}; expected user, assistant, system or developer",
             )
@@ -195,19 +197,21 @@ class _Reader:
         if isinstance(content, str):
             return content, []
         if not isinstance(content, list):
-            raise _Bad(
+            raise PathError(
                 where, f"expected a string or a list of blocks, got {type(content).__name__}"
             )
         texts: list[str] = []
         other: list[Any] = []
         for k, block in enumerate(content):
             if not isinstance(block, dict):
-                raise _Bad(f"{where}[{k}]", f"expected a block object, got {type(block).__name__}")
+                raise PathError(
+                    f"{where}[{k}]", f"expected a block object, got {type(block).__name__}"
+                )
             kind = block.get("type")
             if isinstance(kind, str) and kind in TEXT_BLOCKS:
                 text = block.get("text")
                 if not isinstance(text, str):
-                    raise _Bad(f"{where}[{k}].text", "missing (a string)")
+                    raise PathError(f"{where}[{k}].text", "missing (a string)")
                 texts.append(text)
                 extra = drop_nulls({n: v for n, v in block.items() if n not in ("type", "text")})
                 if any(v not in ([], {}) for v in extra.values()):  # citations and such
@@ -224,11 +228,11 @@ class _Reader:
         name, args_field = CLIENT_CALLS[kind]
         call_id = obj.get("call_id") or obj.get("id")
         if not isinstance(call_id, str) or not call_id:
-            raise _Bad(key(it.where, "call_id"), f"missing (a {kind} needs its call id)")
+            raise PathError(key(it.where, "call_id"), f"missing (a {kind} needs its call id)")
         if name is None:
             name = obj.get("name")
             if not isinstance(name, str) or not name:
-                raise _Bad(key(it.where, "name"), f"missing (the tool a {kind} calls)")
+                raise PathError(key(it.where, "name"), f"missing (the tool a {kind} calls)")
         args = obj.get(args_field, obj.get("actions"))
         if args is None:
             args = {}
@@ -252,9 +256,11 @@ class _Reader:
         if call_id is None and kind == "local_shell_call_output":
             call_id = obj.get("id")  # its `id` names the call it answers
         if not isinstance(call_id, str) or not call_id:
-            raise _Bad(key(it.where, "call_id"), f"missing (the call that this {kind} answers)")
+            raise PathError(
+                key(it.where, "call_id"), f"missing (the call that this {kind} answers)"
+            )
         if call_id not in self.open_calls:  # str, checked above
-            raise _Bad(
+            raise PathError(
                 key(it.where, "call_id"),
                 f"no earlier call with call_id {call_id!r} (a tool output needs its call)",
             )
@@ -286,7 +292,7 @@ class _Reader:
     def hosted(self, it: Item, obj: dict[str, Any], kind: str) -> None:
         call_id = obj.get("id")
         if not isinstance(call_id, str) or not call_id:
-            raise _Bad(key(it.where, "id"), f"missing (a {kind} item names itself)")
+            raise PathError(key(it.where, "id"), f"missing (a {kind} item names itself)")
         args_field, result_field = HOSTED_CALLS[kind]
         name = obj.get("name") if kind == "mcp_call" else kind.removesuffix("_call")
         args = drop_nulls(obj.get(args_field)) or {}
@@ -324,7 +330,7 @@ class _Reader:
         if kind == "item_reference":
             ref = obj.get("id")
             if not isinstance(ref, str) or ref not in self.known_ids:
-                raise _Bad(
+                raise PathError(
                     key(it.where, "id"),
                     f"item_reference to {ref!r}, which is not in this file "
                     "(it lives on OpenAI's servers; export the full items)",

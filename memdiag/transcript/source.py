@@ -1,7 +1,9 @@
 """Reading an input file, and the parsing helpers that the format readers share.
 
 :func:`read_source` turns a file into a :class:`Source`: JSON Lines records (each with its
-line) or one JSON document. :class:`Elements` gives a reader the top-level records either way.
+line; also several JSON values one after another, not one per line) or one JSON document.
+:class:`Elements` gives a reader the top-level records either way. Readers refuse bad records
+through :mod:`memdiag.transcript.toolkit`.
 
 Line numbers: a JSON Lines record keeps its own line. Inside one JSON document, a message's
 ``line`` is the 1-based number of the top-level element that holds it, while error messages
@@ -24,6 +26,7 @@ from memdiag.fileio import LimitError, decode_utf8, json_loads, read_bytes
 from memdiag.transcript.blocks import drop_nulls as drop_nulls  # re-exported for formats
 from memdiag.transcript.blocks import text_of
 from memdiag.transcript.model import ROLES, RawMessage, ReadProblem
+from memdiag.transcript.toolkit import PathError
 
 MAX_BYTES = 2 * 1024**3
 STDIN = "<stdin>"  # the name of standard input (the path `-`) in errors and reports
@@ -71,8 +74,9 @@ def _read_file(name: str) -> tuple[str, bytes]:
 def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     """Read a file as one JSON document or as JSON Lines; errors name file and line.
 
-    ``-`` reads standard input (named ``<stdin>`` in errors and reports). Reading is bounded
-    (:mod:`memdiag.fileio`): size, nesting depth, integer digits; lone surrogates replaced.
+        Several JSON values one after another (pretty-printed spans) are read as records, like JSON
+    Lines. ``-`` reads standard input (named ``<stdin>`` in errors and reports). Reading is bounded
+        (:mod:`memdiag.fileio`): size, nesting depth, integer digits; lone surrogates replaced.
     """
     name = str(path)
     if name == "-":
@@ -113,13 +117,9 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             source.records.append((lineno, json_loads(raw)))
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError):
-                if doc_error is not None and doc_error.msg == "Extra data":
-                    # documents one after another, each over several lines (what
-                    # OpenTelemetry's ConsoleSpanExporter prints): read each one
-                    docs = _concatenated(text)
-                    if docs is not None:
-                        return Source(name, docs, is_jsonl=True)
                 if doc_error is not None and not source.records and "\n" in text.strip():
+                    if doc_error.msg == "Extra data":  # JSON values one after another
+                        return Source(name, _concatenated(text, name), is_jsonl=True)
                     # not JSON Lines either: one document cut short or broken (an export)
                     cut = doc_error.pos >= len(text.rstrip()) or doc_error.msg.startswith("Unterm")
                     ends = " (the file ends there: truncated?)" if cut else ""
@@ -140,26 +140,40 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
     return source
 
 
-def _concatenated(text: str) -> list[tuple[int, Any]] | None:
-    """JSON documents written one after another (no array, not one per line), each with the
-    line it starts on; None when the text is not that."""
+_BLANK = re.compile(r"\s*")
+
+
+def _concatenated(text: str, name: str) -> list[tuple[int, Any]]:
+    """Several JSON values one after another, not one per line (pretty-printed objects, as
+    OpenTelemetry's ConsoleSpanExporter writes spans by default): each with the line where it
+    starts, read as JSON Lines records are. An InputError names the first value that is not
+    JSON, by its line and column."""
     decoder = json.JSONDecoder()
     out: list[tuple[int, Any]] = []
-    pos, line = 0, 1
+    pos, line, counted = 0, 1, 0
     while True:
-        start = pos
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
-        line += text.count("\n", start, pos)
-        if pos == len(text):
-            return out if len(out) > 1 else None
+        match = _BLANK.match(text, pos)
+        pos = match.end() if match else pos
+        if pos >= len(text):
+            return out
+        line += text.count("\n", counted, pos)
+        counted = pos
         try:
             _, end = decoder.raw_decode(text, pos)
-            doc = json_loads(text[pos:end])  # the reader's limits, on each document
-        except ValueError:
-            return None
-        out.append((line, doc))
-        line += text.count("\n", pos, end)
+            value = json_loads(text[pos:end])  # again, with the reader's limits
+        except json.JSONDecodeError as exc:
+            cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterm")
+            ends = " (the file ends there: truncated?)" if cut else ""
+            raise InputError(
+                f"invalid JSON at column {exc.colno}: {exc.msg}{ends} (value {len(out) + 1} "
+                "of a file of JSON values one after another)",
+                path=name,
+                line=exc.lineno,
+            ) from None
+        except (ValueError, RecursionError) as exc:  # a limit (fileio.LimitError)
+            why = str(exc) if isinstance(exc, ValueError) else "nested too deep"
+            raise InputError(why, path=name, line=line) from None
+        out.append((line, value))
         pos = end
 
 
@@ -208,16 +222,6 @@ def _export_member(path: Path, name: str) -> tuple[str, bytes]:
             return f"{name}/{member.filename}", archive.read(member)
     except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
         raise InputError(f"cannot read the zip file: {exc}", path=name) from None
-
-
-def invalid(source: Source, skip_invalid: bool, line: int, message: str) -> None:
-    """Raise an InputError for a bad record, or count it as skipped with --skip-invalid."""
-    if skip_invalid:
-        source.skipped += 1
-        source.warnings.append(f"{source.path}:{line}: skipped: {message}")
-        source.problems.append(ReadProblem(message, line))
-        return
-    raise source.error(message, line)
 
 
 # --- the top-level elements of a source ---------------------------------------------------
@@ -276,9 +280,6 @@ class Elements:
             return self._starts[n]
         return self.source.records[0][0]  # the line of the opening bracket
 
-    def bad(self, n: int, skip_invalid: bool, message: str) -> None:
-        invalid(self.source, skip_invalid, self.line(n), message)
-
 
 # --- fields -------------------------------------------------------------------------------
 
@@ -289,7 +290,7 @@ def opt_str(obj: dict[str, Any], key: str) -> str | None:
         return None
     if isinstance(value, (str, int, float)):
         return str(value)
-    raise ValueError(f"field {key!r} must be a string, got {type(value).__name__}")
+    raise PathError("", f"field {key!r} must be a string, got {type(value).__name__}")
 
 
 def path_str(obj: dict[str, Any], key: str, prefix: str = "") -> str | None:
@@ -297,17 +298,17 @@ def path_str(obj: dict[str, Any], key: str, prefix: str = "") -> str | None:
     try:
         return opt_str(obj, key)
     except ValueError:
-        raise ValueError(
-            f"field '{prefix}{key}' must be a string, got {type(obj[key]).__name__}"
+        raise PathError(
+            "", f"field '{prefix}{key}' must be a string, got {type(obj[key]).__name__}"
         ) from None
 
 
 def require_str(obj: dict[str, Any], key: str, what: str = "a string") -> str:
     value = obj.get(key)
     if value is None:
-        raise ValueError(f"missing field {key!r} ({what})")
+        raise PathError("", f"missing field {key!r} ({what})")
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"field {key!r} must be {what}, got {type(value).__name__}")
+        raise PathError("", f"field {key!r} must be {what}, got {type(value).__name__}")
     return str(value)
 
 
@@ -319,7 +320,7 @@ def check_blocks(content: Any) -> None:
     if isinstance(content, list):
         for k, block in enumerate(content):
             if isinstance(block, dict) and not isinstance(block.get("type", ""), str):
-                raise ValueError(f"content block {k}: field 'type' must be a string")
+                raise PathError("", f"content block {k}: field 'type' must be a string")
 
 
 def checked_text(content: Any) -> tuple[str, dict[str, Any]]:
@@ -334,23 +335,26 @@ def check_tool_calls(calls: Any, field: str = "tool_calls") -> None:
     for k, call in enumerate(calls):
         where = f"{field}[{k}]"
         if not isinstance(call, dict):
-            raise ValueError(f"field '{where}' must be an object, got {type(call).__name__}")
+            raise PathError("", f"field '{where}' must be an object, got {type(call).__name__}")
         call_id = call.get("id")
         if call_id is not None and (
             isinstance(call_id, bool) or not isinstance(call_id, (str, int))
         ):
-            raise ValueError(f"field '{where}.id' must be a string, got {type(call_id).__name__}")
+            raise PathError(
+                "", f"field '{where}.id' must be a string, got {type(call_id).__name__}"
+            )
         fn = call.get("function", call)
         if not isinstance(fn, dict):
-            raise ValueError(
+            raise PathError(
+                "",
                 f"field '{where}.function' must be an object with 'name' and 'arguments', "
-                f"got {type(fn).__name__}"
+                f"got {type(fn).__name__}",
             )
         if fn is not call:
             where += ".function"
         name = fn.get("name")
         if name is not None and not isinstance(name, str):
-            raise ValueError(f"field '{where}.name' must be a string, got {type(name).__name__}")
+            raise PathError("", f"field '{where}.name' must be a string, got {type(name).__name__}")
 
 
 def openai_tool_call(call_id: str | None, name: Any, arguments: Any) -> dict[str, Any]:
@@ -364,25 +368,27 @@ def openai_tool_call(call_id: str | None, name: Any, arguments: Any) -> dict[str
 def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
     """Parse an OpenAI/canonical-style message dict. Raises ValueError naming the field."""
     if "role" not in obj:
-        raise ValueError(f"missing field 'role'; expected one of {', '.join(ROLES)}")
+        raise PathError("", f"missing field 'role'; expected one of {', '.join(ROLES)}")
     role = obj["role"]
     if not isinstance(role, str):
-        raise ValueError(f"field 'role' must be a string, got {type(role).__name__}")
+        raise PathError("", f"field 'role' must be a string, got {type(role).__name__}")
     if role == "developer":
         role = "system"
     if role == "function":
         role = "tool"
     if role not in ROLES:
-        raise ValueError(f"field 'role': unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        raise PathError(
+            "", f"field 'role': unknown role {role!r}; expected one of {', '.join(ROLES)}"
+        )
     try:
         content, meta = text_of(obj.get("content"))
     except ValueError as exc:
-        raise ValueError(f"field 'content': {exc}") from None
+        raise PathError("", f"field 'content': {exc}") from None
     tool_calls = obj.get("tool_calls") or ()
     if not isinstance(tool_calls, (list, tuple)) or not all(
         isinstance(c, dict) for c in tool_calls
     ):
-        raise ValueError("field 'tool_calls' must be a list of objects")
+        raise PathError("", "field 'tool_calls' must be a list of objects")
     # Anthropic-style tool_use blocks inside an assistant message count as tool calls
     blocks = meta.get("blocks", [])
     uses = [b for b in blocks if b.get("type") == "tool_use"]
@@ -400,7 +406,7 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
     check_tool_calls(tool_calls)
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
-        raise ValueError("field 'forgot' must be a string (the fact the agent should have used)")
+        raise PathError("", "field 'forgot' must be a string (the fact the agent should have used)")
     # SDK dumps fill optional fields with null (refusal, audio, usage details): not copied
     extra = {k: drop_nulls(v) for k, v in obj.items() if k not in MESSAGE_FIELDS and v is not None}
     if extra:
@@ -420,35 +426,7 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
     )
 
 
-# --- exports: JSON paths in errors, one conversation out of many --------------------------
-
-
-def bad_at(
-    source: Source, skip_invalid: bool, where: str, message: str, line: int | None = None
-) -> None:
-    """An error at a JSON path inside the file (`[3].mapping.ab12.message.content: ...`);
-    with --skip-invalid it is counted and reported instead."""
-    text = f"{where}: {message}" if where else message
-    if not skip_invalid:
-        raise InputError(text, path=source.path, line=line)
-    source.skipped += 1
-    at = f"{source.path}:{line}" if line is not None else source.path
-    source.warnings.append(f"{at}: skipped: {text}")
-    source.problems.append(ReadProblem(text, line))
-
-
-def json_key(where: str, name: str) -> str:
-    """A JSON path step: `where.name` (`name` alone at the top)."""
-    return f"{where}.{name}" if where else name
-
-
-class PathError(Exception):
-    """A record that cannot be read, at a JSON path: the reader turns it into bad_at()."""
-
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where = where
-        self.message = message
+# --- exports: one conversation out of many --------------------------------------------
 
 
 def iso_time(value: Any) -> str | None:

@@ -18,14 +18,7 @@ from typing import Any, TypeVar
 from memdiag.transcript.events import Extra, RawRetrieval, RawWindow, Record
 from memdiag.transcript.model import ROLES, RawMessage
 from memdiag.transcript.source import Source, json_loads
-
-
-class PathError(ValueError):
-    """A bad value at a path inside a document."""
-
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(f"{where}: {message}")
-        self.where = where
+from memdiag.transcript.toolkit import PathError
 
 
 def first_record(source: Source) -> Any:
@@ -37,16 +30,6 @@ def first_record(source: Source) -> Any:
     if isinstance(first, list):
         return first[0] if first else None
     return first
-
-
-def bad(source: Source, skip_invalid: bool, err: PathError | str) -> None:
-    """Raise the one-line error for a bad call, or count it as skipped."""
-    text = str(err)
-    if skip_invalid:
-        source.skipped += 1
-        source.warnings.append(f"{source.path}: skipped: {text}")
-        return
-    raise source.error(text)
 
 
 def maybe_json(value: Any, where: str) -> Any:

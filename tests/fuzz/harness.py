@@ -46,9 +46,6 @@ class Stats:
     inputs: Counter[str] = field(default_factory=Counter)
     exits: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
     tracebacks: list[str] = field(default_factory=list)
-    # exit 2 from the reader boundary's net (a value of a type a format reader did not check):
-    # clean for the user, but a message its format's reader could make precise
-    shape_errors: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -57,7 +54,6 @@ class Stats:
             "inputs": dict(self.inputs),
             "exit_codes": {k: {str(c): n for c, n in v.items()} for k, v in self.exits.items()},
             "tracebacks": len(self.tracebacks),
-            "reader_shape_errors": dict(self.shape_errors),
             "traceback_examples": self.tracebacks[:20],
         }
 
@@ -109,8 +105,6 @@ def check_outcome(
 ) -> None:
     STATS.inputs[kind] += 1
     STATS.exits[kind][code] += 1
-    if code == 2 and "a value of another type than the" in stderr:
-        STATS.shape_errors[kind] += 1
     shown = " ".join(a if len(a) < 120 else a[:117] + "..." for a in argv)
     internal = crash or (
         code == 3

@@ -1,10 +1,9 @@
-"""Fuzz every input memdiag reads: the 7 transcript formats, configs, check specs, facts files,
-rules files and flags. Each example mutates a real seed file (tests/fuzz/mutate.py) and runs a
-real command on it (tests/fuzz/harness.py checks exit code, output and files)."""
+"""Fuzz every input memdiag reads: every registered transcript format, configs, check specs,
+facts files, rules files and flags. Each example mutates a real seed file (tests/fuzz/mutate.py)
+and runs a real command on it (tests/fuzz/harness.py checks exit code, output and files)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,59 +13,19 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memdiag.transcript.formats import formats, get
 from tests.fuzz.harness import FIXTURES, fuzz_settings, run_cli
 from tests.fuzz.mutate import NASTY_TEXT, json_file, yaml_file
 
-OPENAI_SEED = "\n".join(
-    json.dumps(c)
-    for c in [
-        {
-            "messages": [
-                {"role": "system", "content": "You are a travel assistant."},
-                {"role": "user", "content": "I'm Mia and I'm allergic to peanuts."},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "lookup", "arguments": '{"q": "snacks"}'},
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": "c1", "content": "pretzels, almonds"},
-                {"role": "assistant", "content": [{"type": "text", "text": "Try pretzels."}]},
-            ]
-        },
-        {"messages": [{"role": "user", "content": "What am I allergic to?"}]},
-    ]
-)
-
-# format → (seed text, JSON Lines?)
-TRANSCRIPTS = {
-    "canonical": ("demo.jsonl", True),
-    "openai": (None, True),
-    "anthropic": ("formats/anthropic.jsonl", True),
-    "langchain": ("formats/langchain.json", False),
-    "sharegpt": ("formats/sharegpt.jsonl", True),
-    "locomo": ("formats/locomo_sample.json", False),
-    "longmemeval": ("formats/longmemeval_sample.json", False),
-    "openai_responses": ("formats/openai_responses/items.json", False),
-    "chatgpt": ("formats/chatgpt/conversations.json", False),
-    "claude": ("formats/claude/conversations.json", False),
-    "otel": ("formats/traces/otel_openai_v2.jsonl", True),
-    "langsmith": ("formats/traces/langsmith_wrap_openai.json", False),
-    "langfuse": ("formats/traces/langfuse_observations.json", False),
-    "letta": ("formats/traces/letta_agent.af", False),
-    "request_log": ("formats/calls/request_log.jsonl", True),
-}
+# format → its seed (the first example it declares), for every format the registry lists that is
+# read from parsed JSON (an SQLite database is fuzzed as a file elsewhere)
+TRANSCRIPTS = {f.name: f.examples[0] for f in formats().values() if not hasattr(f, "detect_path")}
 N = {"transcript": (3, 800), "config": (8, 900), "spec": (6, 900), "facts": (8, 1000)}
 N |= {"rules": (6, 700), "flags": (8, 700)}
 
 
-def _seed(name: str | None) -> str:
-    return OPENAI_SEED if name is None else (FIXTURES / name).read_text(encoding="utf-8")
+def _seed(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
 
 
 def _folder() -> Path:
@@ -95,7 +54,8 @@ TRANSCRIPT_COMMANDS = [
 
 @pytest.mark.parametrize("fmt", sorted(TRANSCRIPTS))
 def test_fuzz_transcripts(fmt: str) -> None:
-    name, jsonl = TRANSCRIPTS[fmt]
+    name = TRANSCRIPTS[fmt]
+    jsonl = name.endswith(".jsonl")
     seed = _seed(name)
 
     @fuzz_settings(*N["transcript"])
@@ -113,7 +73,9 @@ def test_fuzz_transcripts(fmt: str) -> None:
             argv = [f"in{suffix}" if a == "T" else a for a in command]
             argv += ["--skip-invalid"] if skip else []
             argv += ["--from", fmt] if named else []
-            argv += ["--conversation", "all"] if fmt in ("chatgpt", "claude") else []
+            for choice, flag in getattr(get(fmt), "selects", {}).items():
+                if choice == "conversation":  # choose every one (an agent is one or another)
+                    argv += [flag, "all"]
             run_cli(f"transcript:{fmt}", argv, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)

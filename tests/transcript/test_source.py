@@ -318,3 +318,60 @@ def test_damaged_fixtures_give_input_errors_only(
         for skip in (False, True):
             with contextlib.suppress(InputError):
                 call(skip)
+
+
+# --- JSON values one after another (OpenTelemetry's ConsoleSpanExporter) ---------------------
+
+CONSOLE = (
+    Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "traces" / "otel_console.log"
+)
+
+
+def test_console_span_exporter_output_is_read_by_the_otel_reader() -> None:
+    """The SDK's ConsoleSpanExporter prints each span pretty-printed, one after another
+    (fixtures/formats/traces/make_otel_console.py): every span is a record at its own line."""
+    text = CONSOLE.read_text(encoding="utf-8")
+    with pytest.raises(json.JSONDecodeError, match="Extra data"):
+        json.loads(text)  # neither one JSON document ...
+    assert any(line.strip() == "{" for line in text.splitlines())  # ... nor JSON Lines
+    source = read_source(CONSOLE)
+    starts = [k + 1 for k, line in enumerate(text.splitlines()) if line == "{"]
+    assert [line for line, _ in source.records] == starts  # each span at the line it starts
+    assert [r["name"] for _, r in source.records] == [
+        "chat gpt-4o",
+        "chat gpt-4o",
+        "invoke_agent travel",
+    ]
+    t = load(CONSOLE)
+    assert t.format == "otel"
+    assert [(m.role, m.content) for m in t.messages if m.role != "system"] == [
+        ("user", "Hi, I'm Mia. I'm allergic to peanuts."),
+        ("assistant", "Noted, Mia! I'll keep that in mind."),
+        ("user", "Suggest a snack for my flight."),
+        ("assistant", "Try a pack of salted pretzels."),
+    ]
+    assert len(t.windows) == 2
+    assert tuple(t.sessions) == ("conv-1",)
+
+
+def test_concatenated_values_are_read_for_every_format(tmp_path: Path) -> None:
+    """The source layer reads them, so a canonical file of pretty-printed messages works too."""
+    records = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = tmp_path / "pretty.json"
+    path.write_text("".join(json.dumps(r, indent=2) + "\n" for r in records), encoding="utf-8")
+    t = load(path)
+    assert t.format == "canonical"
+    assert [m.content for m in t.messages] == ["hi", "hello"]
+    assert [m.line for m in t.messages] == [1, 5]
+
+
+def test_a_broken_value_among_concatenated_ones_names_its_line(tmp_path: Path) -> None:
+    text = CONSOLE.read_text(encoding="utf-8")
+    cut = text.rindex("}", 0, len(text) - 2)  # the last span loses its closing brace
+    path = tmp_path / "cut.log"
+    path.write_text(text[:cut], encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        load(path)
+    message = str(exc.value)
+    assert message.startswith(f"{path}:")
+    assert "truncated?" in message and "value 3 of a file of JSON values" in message

@@ -15,7 +15,8 @@ from typing import Any
 from memdiag.transcript.calls import Usage
 from memdiag.transcript.model import RawMessage
 from memdiag.transcript.source import message_from_dict
-from memdiag.transcript.tracing import PathError, int_or_none, sub
+from memdiag.transcript.toolkit import PathError
+from memdiag.transcript.tracing import int_or_none, sub
 
 
 def messages_of(value: Any, where: str) -> list[RawMessage]:

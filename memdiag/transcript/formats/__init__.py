@@ -1,99 +1,92 @@
-"""The registry of input formats (SPEC §2): one module per format, imported here, one way.
+"""The registry of input formats: every module of this package but ``base`` is one format.
 
-Each format module follows :class:`~memdiag.transcript.formats.base.Format` and imports only
-``base``, :mod:`memdiag.transcript.source` and :mod:`memdiag.transcript.model`. To add a
-format: write its module, then list it in ``FORMATS`` and ``DETECTION_ORDER`` below.
+The registry finds the formats by listing the package, so it is the only list of their names:
+``--from``'s help, the detection order, the error that lists the choices, the tests and the fuzz
+targets all read it. A format module follows :class:`~memdiag.transcript.formats.base.Format`:
+``name`` (its module's name), ``detect``, ``read``, ``detect_priority`` (its place in
+auto-detection: lower is asked first) and ``examples`` (fixture files it reads). Adding a format
+is adding its module, its fixture script and its test: ``docs/adding-a-format.md``.
+
+Listing the names imports no reader (``memdiag --help`` stays fast); the first detection or
+``load`` imports them all.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from memdiag.errors import InputError, UsageError, clip
-from memdiag.transcript.formats import (
-    anthropic,
-    canonical,
-    chatgpt,
-    claude,
-    langchain,
-    langfuse,
-    langsmith,
-    letta,
-    locomo,
-    longmemeval,
-    openai,
-    openai_agents,
-    openai_responses,
-    otel,
-    request_log,
-    sharegpt,
-)
-from memdiag.transcript.formats.base import Format, PathFormat
-from memdiag.transcript.model import RawItem, RawMessage, Transcript, build
-from memdiag.transcript.source import Source, check_tool_calls, read_source
+from memdiag.errors import InputError, UsageError
 
-SHAPE_ERROR = "a value of another type than the"
-# what a reader raises on a value it did not check (a string where an object belongs, "" where
-# a number belongs): input errors all the same, so one line and exit 2, never a traceback
-_UNCHECKED = (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError)
+if TYPE_CHECKING:
+    from memdiag.transcript.formats.base import Format, PathFormat, Selection
+    from memdiag.transcript.model import Transcript
+    from memdiag.transcript.source import Source
 
-_ALL: tuple[Format, ...] = (
-    canonical,
-    openai,
-    anthropic,
-    langchain,
-    sharegpt,
-    locomo,
-    longmemeval,
-    openai_responses,
-    openai_agents,
-    chatgpt,
-    claude,
-    otel,
-    langsmith,
-    langfuse,
-    letta,
-    request_log,
-)
-# name → format, in the order that help and error messages list them
-FORMATS: dict[str, Format] = {f.name: f for f in _ALL}
-# the order in which auto-detection asks: Responses items before canonical and openai (a bare
-# first `{"role", "content"}` item would go to them, then `function_call` fails); the exports;
-# langchain and anthropic before openai, which would read any `{"messages": [...]}` but miss
-# LangChain's message dumps and Anthropic's tool_result blocks
-# the trace formats come first: their documents are never chats, but a chat reader could take
-# their message lists for one
-DETECTION_ORDER: tuple[Format, ...] = (
-    otel,
-    langsmith,
-    langfuse,
-    letta,
-    request_log,
-    openai_responses,
-    chatgpt,
-    claude,
-    langchain,
-    anthropic,
-    canonical,
-    openai,
-    sharegpt,
-    locomo,
-    longmemeval,
-    openai_agents,  # never from parsed JSON: an SQLite file is detected by PATH_FORMATS
-)
-# formats read from the file itself rather than from parsed JSON (an SQLite database)
-PATH_FORMATS: tuple[PathFormat, ...] = (openai_agents,)
+# modules of this package that are not formats
+NOT_FORMATS = frozenset({"base"})
+
+
+@cache
+def names() -> tuple[str, ...]:
+    """The name of every format, sorted (the order that help and errors list them in), from the
+    package's module names: no reader is imported."""
+    found = (m.name for m in pkgutil.iter_modules(__path__))
+    return tuple(sorted(n for n in found if n not in NOT_FORMATS and not n.startswith("_")))
+
+
+def get(name: str) -> Format:
+    """The format called ``name`` (its module, imported on first use)."""
+    if name not in names():
+        raise InputError(f"unknown format {name!r}; choose one of: {', '.join(names())}")
+    module = importlib.import_module(f"{__name__}.{name}")
+    if getattr(module, "name", None) != name:  # a module must say which format it is
+        raise TypeError(f"format module {module.__name__} declares name {module.name!r}")
+    return cast("Format", module)
+
+
+@cache
+def formats() -> dict[str, Format]:
+    """name → format, for every format, in the order of :func:`names`."""
+    return {n: get(n) for n in names()}
+
+
+@cache
+def detection_order() -> tuple[Format, ...]:
+    """The order in which auto-detection asks the formats: by ``detect_priority`` (lower
+    first), then by name. Each module says why its number is where it is."""
+    return tuple(sorted(formats().values(), key=lambda f: (f.detect_priority, f.name)))
+
+
+@cache
+def path_formats() -> tuple[PathFormat, ...]:
+    """The formats read from the file itself rather than parsed JSON (an SQLite database):
+    those with ``detect_path`` and ``read_path``."""
+    return tuple(cast("PathFormat", f) for f in formats().values() if hasattr(f, "detect_path"))
+
+
+def __getattr__(attr: str) -> Any:
+    # the registry as constants, computed on first use (importing this package lists nothing)
+    if attr == "FORMATS":
+        return formats()
+    if attr == "DETECTION_ORDER":
+        return detection_order()
+    if attr == "PATH_FORMATS":
+        return path_formats()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 def detect_format(source: Source) -> str:
-    for fmt in DETECTION_ORDER:
+    """The name of the first format, in detection order, that takes the parsed file."""
+    for fmt in detection_order():
         if fmt.detect(source):
             return fmt.name
     raise InputError(
-        "unrecognised transcript format; expected canonical JSONL (SPEC §2) or one of: "
-        + ", ".join(FORMATS)
-        + " (use --from NAME)",
+        "unrecognised transcript format; expected canonical JSONL (docs/reference.md#formats) "
+        "or one of: " + ", ".join(names()) + " (use --from NAME)",
         path=source.path,
     )
 
@@ -104,57 +97,44 @@ def load(
     *,
     skip_invalid: bool = False,
     select: str | None = None,
-    agent: str | None = None,
+    selection: Selection | None = None,
 ) -> Transcript:
     """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
 
-    ``select`` picks the conversation of a file that holds several (a chat export, an Agents
-    SDK database) by id or title, or ``all``; without it such a file raises ChoiceNeeded,
-    which lists them. ``agent`` picks the agent of a file of LLM calls (docs/traces.md).
+    ``selection`` picks among what a file holds (a conversation of a chat export or a session
+    of an Agents SDK database, an agent of a trace): by id or title, or ``all``; without it such
+    a file raises ChoiceNeeded, which lists them. ``select`` is short for
+    ``selection=Selection(conversation=select)``. A choice that the file's reader does not take
+    is a UsageError.
     """
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    from memdiag.transcript.formats.base import CHOICES, Selection
+    from memdiag.transcript.model import RawItem, RawMessage, build
+    from memdiag.transcript.source import check_tool_calls, read_source
+
+    chosen = selection if selection is not None else Selection(conversation=select)
+    if fmt is not None:
+        get(fmt)  # an unknown name is a usage error that lists the names
     by_path = next(
-        (f for f in PATH_FORMATS if f.name == fmt or (fmt is None and f.detect_path(path))),
+        (f for f in path_formats() if f.name == fmt or (fmt is None and f.detect_path(path))),
         None,
     )
     items: list[RawItem]
+    # what a reader raises on input is an InputError (through the reader toolkit,
+    # memdiag/transcript/toolkit.py); anything else is a bug in memdiag and goes through (exit 3)
     if by_path is not None:
-        source, items = by_path.read_path(path, skip_invalid, select)
+        _check_choices(chosen, by_path.name, by_path.selects, CHOICES)
+        source, items = by_path.read_path(path, skip_invalid, chosen)
         name = by_path.name
     else:
         source = read_source(path, skip_invalid)
-        try:
-            name = fmt or detect_format(source)
-        except _UNCHECKED as exc:
-            raise InputError(
-                f"{SHAPE_ERROR} format detection expects ({type(exc).__name__}: {clip(exc)})",
-                path=source.path,
-            ) from None
-        reader: Any = FORMATS[name]
-        if select is not None and not hasattr(reader, "select_flag"):
-            raise UsageError(
-                "--session/--conversation choose among the conversations of an export or an "
-                f"Agents SDK database; a {name} file is read whole"
-            )
-        if agent is not None and not getattr(reader, "reads_calls", False):
-            raise UsageError(
-                f"--agent chooses among the agents of a file of LLM calls; a {name} file has none"
-            )
-        try:
-            if hasattr(reader, "select_flag"):  # holds several conversations: choose
-                items = list(reader.read(source, skip_invalid, select=select))
-            elif getattr(reader, "reads_calls", False):
-                items = list(reader.read(source, skip_invalid, agent=agent))
-            else:
-                items = list(reader.read(source, skip_invalid))
-        except _UNCHECKED as exc:
-            # a value of a type the reader did not check (a string where an object belongs):
-            # bad input all the same, so exit 2 with one line, never a traceback
-            raise InputError(
-                f"{SHAPE_ERROR} {name} reader expects ({type(exc).__name__}: {clip(exc)})",
-                path=source.path,
-            ) from None
+        name = fmt or detect_format(source)
+        reader: Any = get(name)
+        selects = getattr(reader, "selects", {})
+        _check_choices(chosen, name, selects, CHOICES)
+        if selects:  # holds several conversations or agents: choose
+            items = list(reader.read(source, skip_invalid, chosen))
+        else:
+            items = list(reader.read(source, skip_invalid))
     if not any(isinstance(i, RawMessage) for i in items):
         raise InputError("no messages found", path=source.path)
     for item in items:  # every format: a tool call the counter and writer can read
@@ -172,4 +152,24 @@ def load(
     )
 
 
-__all__ = ["DETECTION_ORDER", "FORMATS", "PATH_FORMATS", "Format", "detect_format", "load"]
+def _check_choices(
+    chosen: Selection, name: str, selects: Any, choices: dict[str, tuple[str, str]]
+) -> None:
+    for choice in chosen.given():
+        if choice not in selects:
+            flag, among = choices[choice]
+            raise UsageError(f"{flag} choose among {among}; a {name} file is read whole")
+
+
+__all__ = [
+    "DETECTION_ORDER",
+    "FORMATS",
+    "PATH_FORMATS",
+    "detect_format",
+    "detection_order",
+    "formats",
+    "get",
+    "load",
+    "names",
+    "path_formats",
+]

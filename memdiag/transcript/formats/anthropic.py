@@ -15,8 +15,16 @@ from memdiag.transcript.source import (
     checked_text,
     message_from_dict,
 )
+from memdiag.transcript.toolkit import reject
 
 name = "anthropic"
+# before openai, which would read `{"messages": [...]}` too but miss the tool_result blocks
+detect_priority = 41
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/anthropic.jsonl",
+    "formats/sdk_dumps/anthropic_messages.json",
+)
 
 # block types that only the Anthropic API produces (OpenAI uses image_url, input_text, ...)
 _ANTHROPIC_BLOCKS = {
@@ -154,7 +162,12 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         label = f"conversation {n}: " if many and els.is_array else ""
         if not conv.messages:
             if not isinstance(conv.top.get("messages"), list):  # [] is just an empty chat
-                els.bad(conv.index, skip_invalid, f"{label}missing field 'messages' (a list)")
+                reject(
+                    source,
+                    skip_invalid,
+                    f"{label}missing field 'messages' (a list)",
+                    els.line(conv.index),
+                )
             continue
         if many:
             yield RawSession(str(conv.top.get("id") or f"s{n}"), conv.line)
@@ -162,7 +175,7 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             try:
                 text, meta = checked_text(conv.top["system"])
             except ValueError as exc:
-                els.bad(conv.index, skip_invalid, f"{label}field 'system': {exc}")
+                reject(source, skip_invalid, f"{label}field 'system': {exc}", els.line(conv.index))
             else:
                 yield RawMessage("system", text, conv.line, metadata=meta)
         for k, (element, line, msg) in enumerate(conv.messages):
@@ -170,4 +183,4 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                 yield from _message(msg, line)
             except ValueError as exc:
                 where = f"messages[{k}]: " if conv.top or els.is_array else ""
-                els.bad(element, skip_invalid, f"{label}{where}{exc}")
+                reject(source, skip_invalid, f"{label}{where}{exc}", els.line(element))

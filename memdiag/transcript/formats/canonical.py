@@ -7,9 +7,14 @@ from collections.abc import Iterator
 
 from memdiag.transcript.events import retrieval_from, window_from
 from memdiag.transcript.model import RawItem, RawSession, RawSummary
-from memdiag.transcript.source import Source, invalid, message_from_dict, opt_str
+from memdiag.transcript.source import Source, message_from_dict, opt_str
+from memdiag.transcript.toolkit import reject
 
 name = "canonical"
+# JSON Lines of messages: after the formats whose records also have `role` (Responses items)
+detect_priority = 50
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("demo.jsonl",)
 
 
 def detect(source: Source) -> bool:
@@ -26,7 +31,7 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         raise source.error("canonical format is JSON Lines: one object per line", 1)
     for line, obj in source.records:
         if not isinstance(obj, dict):
-            invalid(source, skip_invalid, line, f"expected a JSON object, got {type(obj).__name__}")
+            reject(source, skip_invalid, f"expected a JSON object, got {type(obj).__name__}", line)
             continue
         kind = obj.get("type")
         try:
@@ -52,4 +57,4 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                     "retrieval or a message"
                 )
         except ValueError as exc:
-            invalid(source, skip_invalid, line, str(exc))
+            reject(source, skip_invalid, str(exc), line)

@@ -22,9 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.source import Choice, Source, bad_at, choose, drop_nulls, iso_time
-from memdiag.transcript.source import PathError as _Bad
+from memdiag.transcript.source import Choice, Source, choose, drop_nulls, iso_time
+from memdiag.transcript.toolkit import PathError, reject
 
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
 REASONING = {"thoughts", "reasoning_recap"}
@@ -64,28 +65,28 @@ class _Path:
 def current_branch(conv: dict[str, Any], where: str) -> _Path:
     mapping = conv.get("mapping")
     if not isinstance(mapping, dict):
-        raise _Bad(f"{where}.mapping", "missing (an object of nodes)")
+        raise PathError(f"{where}.mapping", "missing (an object of nodes)")
     leaf = conv.get("current_node")
     if not isinstance(leaf, str):
-        raise _Bad(f"{where}.current_node", "missing (the id of the node the app shows)")
+        raise PathError(f"{where}.current_node", "missing (the id of the node the app shows)")
     if leaf not in mapping:  # str, checked above
-        raise _Bad(f"{where}.current_node", f"no node {leaf!r} in mapping")
+        raise PathError(f"{where}.current_node", f"no node {leaf!r} in mapping")
     path = _Path()
     seen: set[str] = set()
     node_id: str | None = leaf
     while node_id is not None:
         if node_id in seen:
-            raise _Bad(f"{where}.mapping.{node_id}.parent", "the parents form a cycle")
+            raise PathError(f"{where}.mapping.{node_id}.parent", "the parents form a cycle")
         seen.add(node_id)
         node = mapping[node_id]
         if not isinstance(node, dict):
-            raise _Bad(
+            raise PathError(
                 f"{where}.mapping.{node_id}", f"expected a node object, got {type(node).__name__}"
             )
         path.nodes.append((node_id, node))
         parent = node.get("parent")
         if parent is not None and (not isinstance(parent, str) or parent not in mapping):
-            raise _Bad(f"{where}.mapping.{node_id}.parent", f"no node {parent!r} in mapping")
+            raise PathError(f"{where}.mapping.{node_id}.parent", f"no node {parent!r} in mapping")
         node_id = parent
     path.nodes.reverse()
     path.off_branch = sum(
@@ -98,7 +99,7 @@ def current_branch(conv: dict[str, Any], where: str) -> _Path:
 
 def _parts_text(where: str, parts: Any) -> tuple[str, list[Any]]:
     if not isinstance(parts, list):
-        raise _Bad(f"{where}.parts", f"expected a list, got {type(parts).__name__}")
+        raise PathError(f"{where}.parts", f"expected a list, got {type(parts).__name__}")
     texts: list[str] = []
     blocks: list[Any] = []
     for k, part in enumerate(parts):
@@ -108,7 +109,7 @@ def _parts_text(where: str, parts: Any) -> tuple[str, list[Any]]:
         elif isinstance(part, dict):
             blocks.append(drop_nulls(part))
         else:
-            raise _Bad(
+            raise PathError(
                 f"{where}.parts[{k}]", f"expected a string or an object, got {type(part).__name__}"
             )
     return "\n".join(texts), blocks
@@ -117,10 +118,12 @@ def _parts_text(where: str, parts: Any) -> tuple[str, list[Any]]:
 def _content(where: str, content: Any) -> tuple[str, str, list[Any]]:
     """(content_type, text, non-text blocks) of a message's content."""
     if not isinstance(content, dict):
-        raise _Bad(where, f"expected an object with content_type, got {type(content).__name__}")
+        raise PathError(
+            where, f"expected an object with content_type, got {type(content).__name__}"
+        )
     kind = content.get("content_type")
     if not isinstance(kind, str):
-        raise _Bad(f"{where}.content_type", "missing (text, multimodal_text, code, ...)")
+        raise PathError(f"{where}.content_type", "missing (text, multimodal_text, code, ...)")
     if kind in ("text", "multimodal_text"):
         text, blocks = _parts_text(where, content.get("parts"))
         return kind, text, blocks
@@ -143,7 +146,7 @@ def _content(where: str, content: Any) -> tuple[str, str, list[Any]]:
         return kind, text, blocks
     if isinstance(content.get("text"), str):
         return kind, content["text"], []
-    raise _Bad(
+    raise PathError(
         f"{where}.content_type",
         f"unknown content type {kind!r} without text or parts (use --skip-invalid to leave it out)",
     )
@@ -165,19 +168,19 @@ class _Reader:
             at = f"{where}.mapping.{node_id}.message"
             try:
                 self.message(at, node_id, msg)
-            except _Bad as exc:
-                bad_at(self.source, self.skip_invalid, exc.where, exc.message)
+            except PathError as exc:
+                reject(self.source, self.skip_invalid, exc)
         if self.reasoning and self.out:
             self.out[-1].metadata.setdefault("reasoning", []).extend(self.reasoning)
             self.reasoning = []
 
     def message(self, at: str, node_id: str, msg: Any) -> None:
         if not isinstance(msg, dict):
-            raise _Bad(at, f"expected an object, got {type(msg).__name__}")
+            raise PathError(at, f"expected an object, got {type(msg).__name__}")
         author = msg.get("author")
         role = author.get("role") if isinstance(author, dict) else None
         if not isinstance(role, str) or role not in ROLES:
-            raise _Bad(
+            raise PathError(
                 f"{at}.author.role",
                 f"unknown role {role!r}; expected user, assistant, system or tool",
             )
@@ -231,7 +234,11 @@ class _Reader:
 
 
 name = "chatgpt"
-select_flag = "--conversation"
+# an export's conversations are recognised by their own keys (`mapping`); before the chat formats
+detect_priority = 30
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/chatgpt/conversations.json",)
+selects = {"conversation": "--conversation"}  # exports hold many
 
 
 def detect(source: Source) -> bool:
@@ -247,7 +254,7 @@ def choices(source: Source) -> list[Choice]:
             continue
         try:
             count = sum(1 for _, node in current_branch(conv, where).nodes if node.get("message"))
-        except _Bad:
+        except PathError:
             count = 0
         title = conv.get("title") if isinstance(conv.get("title"), str) else ""
         ts = iso_time(conv.get("create_time"))
@@ -255,19 +262,23 @@ def choices(source: Source) -> list[Choice]:
     return out
 
 
-def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
     convs = _conversations(source)
     listed = choices(source)
-    for n in choose(source.path, "conversation", select_flag, listed, select):
+    for n in choose(
+        source.path, "conversation", selects["conversation"], listed, selection.conversation
+    ):
         where, conv = convs[n]
         if not isinstance(conv, dict):
             message = f"expected a conversation object, got {type(conv).__name__}"
-            bad_at(source, skip_invalid, where, message)
+            reject(source, skip_invalid, PathError(where, message))
             continue
         try:
             path = current_branch(conv, where)
-        except _Bad as exc:
-            bad_at(source, skip_invalid, exc.where, exc.message)
+        except PathError as exc:
+            reject(source, skip_invalid, exc)
             continue
         if path.off_branch:
             source.warnings.append(

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
-from memdiag.transcript.source import Choice, Source, bad_at, choose, drop_nulls, iso_time
-from memdiag.transcript.source import PathError as _Bad
+from memdiag.transcript.source import Choice, Source, choose, drop_nulls, iso_time
+from memdiag.transcript.toolkit import PathError, reject
 
 SENDERS = {"human": "user", "assistant": "assistant"}
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
@@ -55,7 +56,7 @@ def branch(conv: dict[str, Any], where: str) -> tuple[list[tuple[int, Any]], int
     """The messages of the current branch (index, message), and how many lie elsewhere."""
     messages = conv.get("chat_messages")
     if not isinstance(messages, list):
-        raise _Bad(f"{where}.chat_messages", "missing (a list of messages)")
+        raise PathError(f"{where}.chat_messages", "missing (a list of messages)")
     linked = [
         m for m in messages if isinstance(m, dict) and isinstance(m.get("parent_message_uuid"), str)
     ]
@@ -64,13 +65,17 @@ def branch(conv: dict[str, Any], where: str) -> tuple[list[tuple[int, Any]], int
     index = {u: k for k, m in enumerate(messages) if isinstance(m, dict) and (u := _uuid(m))}
     leaf = conv.get("current_leaf_message_uuid")
     if leaf is not None and (not isinstance(leaf, str) or leaf not in index):
-        raise _Bad(f"{where}.current_leaf_message_uuid", f"no message {leaf!r} in chat_messages")
+        raise PathError(
+            f"{where}.current_leaf_message_uuid", f"no message {leaf!r} in chat_messages"
+        )
     k: int | None = index[leaf] if isinstance(leaf, str) else len(messages) - 1
     path: list[int] = []
     seen: set[int] = set()
     while k is not None:
         if k in seen:
-            raise _Bad(f"{where}.chat_messages[{k}].parent_message_uuid", "parents form a cycle")
+            raise PathError(
+                f"{where}.chat_messages[{k}].parent_message_uuid", "parents form a cycle"
+            )
         seen.add(k)
         path.append(k)
         msg = messages[k]
@@ -78,7 +83,7 @@ def branch(conv: dict[str, Any], where: str) -> tuple[list[tuple[int, Any]], int
         if parent is None or parent == ROOT_PARENT:
             break
         if not isinstance(parent, str) or parent not in index:
-            raise _Bad(
+            raise PathError(
                 f"{where}.chat_messages[{k}].parent_message_uuid",
                 f"no message {parent!r} in chat_messages",
             )
@@ -135,11 +140,11 @@ class _Message:
 
     def block(self, where: str, b: Any) -> None:
         if not isinstance(b, dict):
-            raise _Bad(where, f"expected a content block object, got {type(b).__name__}")
+            raise PathError(where, f"expected a content block object, got {type(b).__name__}")
         kind = b.get("type")
         if kind == "text":
             if not isinstance(b.get("text"), str):
-                raise _Bad(f"{where}.text", "missing (a string)")
+                raise PathError(f"{where}.text", "missing (a string)")
             if self.calls:  # text after a call without its result yet: a new piece
                 self.piece()
             self.texts.append(b["text"])
@@ -148,7 +153,7 @@ class _Message:
         elif kind == "tool_use":
             name = b.get("name")
             if not isinstance(name, str) or not name:
-                raise _Bad(f"{where}.name", "missing (the tool used)")
+                raise PathError(f"{where}.name", "missing (the tool used)")
             call_id = b.get("id") if isinstance(b.get("id"), str) else None
             call_id = call_id or f"{self.uuid}:tool{len(self.open_calls) + len(self.out) + 1}"
             args = b.get("input") if isinstance(b.get("input"), dict) else {}
@@ -167,7 +172,7 @@ class _Message:
                 None,
             )
             if match is None:
-                raise _Bad(
+                raise PathError(
                     where, f"tool_result {wanted or b.get('name')!r} has no tool_use before it"
                 )
             self.open_calls.remove(match)
@@ -199,14 +204,14 @@ def _clean(block: dict[str, Any]) -> dict[str, Any]:
 
 def read_message(where: str, msg: Any, line: int) -> list[RawMessage]:
     if not isinstance(msg, dict):
-        raise _Bad(where, f"expected a message object, got {type(msg).__name__}")
+        raise PathError(where, f"expected a message object, got {type(msg).__name__}")
     uuid = _uuid(msg)
     if uuid is None:
-        raise _Bad(f"{where}.uuid", "missing (the message id)")
+        raise PathError(f"{where}.uuid", "missing (the message id)")
     sender = msg.get("sender")
     role = SENDERS.get(sender) if isinstance(sender, str) else None
     if role is None:
-        raise _Bad(
+        raise PathError(
             f"{where}.sender", f"unknown sender {msg.get('sender')!r}; expected human or assistant"
         )
     m = _Message(uuid, role, iso_time(msg.get("created_at")), line)
@@ -217,15 +222,15 @@ def read_message(where: str, msg: Any, line: int) -> list[RawMessage]:
     else:
         text = msg.get("text")
         if not isinstance(text, str):
-            raise _Bad(f"{where}.text", "missing (a string, or content blocks)")
+            raise PathError(f"{where}.text", "missing (a string, or content blocks)")
         m.texts.append(text)
     attachments = msg.get("attachments") or []
     if not isinstance(attachments, list):
-        raise _Bad(f"{where}.attachments", "expected a list")
+        raise PathError(f"{where}.attachments", "expected a list")
     kept = []
     for k, a in enumerate(attachments):
         if not isinstance(a, dict):
-            raise _Bad(f"{where}.attachments[{k}]", "expected an object")
+            raise PathError(f"{where}.attachments[{k}]", "expected an object")
         extracted = a.get("extracted_content")
         if isinstance(extracted, str) and extracted:
             m.texts.append(f"[attachment {a.get('file_name') or k + 1}]\n{extracted}")
@@ -237,12 +242,16 @@ def read_message(where: str, msg: Any, line: int) -> list[RawMessage]:
         m.meta["files"] = [drop_nulls(f) for f in files if isinstance(f, dict)]
     m.piece()
     if m.open_calls:
-        raise _Bad(f"{where}.content", f"tool_use {m.open_calls[0][0]!r} has no tool_result")
+        raise PathError(f"{where}.content", f"tool_use {m.open_calls[0][0]!r} has no tool_result")
     return m.out
 
 
 name = "claude"
-select_flag = "--conversation"
+# an export's conversations are recognised by their own keys (`chat_messages`); before the chats
+detect_priority = 31
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/claude/conversations.json",)
+selects = {"conversation": "--conversation"}  # exports hold many
 
 
 def detect(source: Source) -> bool:
@@ -258,7 +267,7 @@ def choices(source: Source) -> list[Choice]:
             continue
         try:
             count = len(branch(conv, where)[0])
-        except _Bad:
+        except PathError:
             count = 0
         title = conv.get("name") if isinstance(conv.get("name"), str) else ""
         cid = _uuid(conv) or f"c{n + 1}"
@@ -266,19 +275,23 @@ def choices(source: Source) -> list[Choice]:
     return out
 
 
-def read(source: Source, skip_invalid: bool, select: str | None = None) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
     convs = _conversations(source)
     listed = choices(source)
-    for n in choose(source.path, "conversation", select_flag, listed, select):
+    for n in choose(
+        source.path, "conversation", selects["conversation"], listed, selection.conversation
+    ):
         where, conv = convs[n]
         if not isinstance(conv, dict):
             message = f"expected a conversation object, got {type(conv).__name__}"
-            bad_at(source, skip_invalid, where, message)
+            reject(source, skip_invalid, PathError(where, message))
             continue
         try:
             path, elsewhere = branch(conv, where)
-        except _Bad as exc:
-            bad_at(source, skip_invalid, exc.where, exc.message)
+        except PathError as exc:
+            reject(source, skip_invalid, exc)
             continue
         if elsewhere:
             source.warnings.append(
@@ -289,5 +302,5 @@ def read(source: Source, skip_invalid: bool, select: str | None = None) -> Itera
         for k, msg in path:
             try:
                 yield from read_message(f"{where}.chat_messages[{k}]", msg, n + 1)
-            except _Bad as exc:
-                bad_at(source, skip_invalid, exc.where, exc.message)
+            except PathError as exc:
+                reject(source, skip_invalid, exc)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdiag.transcript.model import ROLES, RawItem, RawMessage, RawSession
-from memdiag.transcript.source import PathError as _Bad
-from memdiag.transcript.source import Source, bad_at, checked_text, drop_nulls, slim_blobs
+from memdiag.transcript.source import Source, checked_text, drop_nulls, slim_blobs
+from memdiag.transcript.toolkit import PathError, reject
 
 TYPES = {
     "human": "user",
@@ -153,7 +153,7 @@ def _state(where: str, line: int, doc: Any) -> _Conversation:
 def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
     """One dumped message → a raw message (None for a RemoveMessage marker)."""
     if not isinstance(obj, dict):
-        raise _Bad(where, f"expected a message object, got {type(obj).__name__}")
+        raise PathError(where, f"expected a message object, got {type(obj).__name__}")
     cls = _lc_class(obj)
     prefix = ""
     if cls is not None:
@@ -170,7 +170,7 @@ def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
     if isinstance(role, str):
         role = {"human": "user", "ai": "assistant"}.get(role, role)
     if not isinstance(role, str) or role not in ROLES:
-        raise _Bad(
+        raise PathError(
             f"{at}type" if cls is None else f"{where}.id" if where else "id",
             f"unknown message type {kind!r}; expected human, ai, system or tool",
         )
@@ -178,11 +178,11 @@ def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
     if isinstance(content, list):
         for k, b in enumerate(content):
             if isinstance(b, dict) and not isinstance(b.get("type", ""), str):
-                raise _Bad(f"{at}content[{k}].type", "must be a string")
+                raise PathError(f"{at}content[{k}].type", "must be a string")
     try:
         text, meta = checked_text(content)
     except ValueError as exc:
-        raise _Bad(f"{at}content", str(exc)) from None
+        raise PathError(f"{at}content", str(exc)) from None
     blocks = meta.pop("blocks", [])
     reasoning = [b for b in blocks if b.get("type") in REASONING_BLOCKS]  # types are str
     blocks = [b for b in blocks if b not in reasoning]
@@ -193,7 +193,7 @@ def read_message(where: str, obj: Any, line: int) -> RawMessage | None:
         meta["reasoning"] = [drop_nulls(b) for b in reasoning]
     calls = data.get("tool_calls") or []
     if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-        raise _Bad(f"{at}tool_calls", "must be a list of objects")
+        raise PathError(f"{at}tool_calls", "must be a list of objects")
     tool_calls = [_call(c.get("id"), c.get("name"), c.get("args", {})) for c in calls]
     extra = data.get("additional_kwargs")
     if not tool_calls and isinstance(extra, dict) and isinstance(extra.get("tool_calls"), list):
@@ -233,11 +233,21 @@ def _opt(data: dict[str, Any], name: str, at: str) -> str | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise _Bad(f"{at}{name}", f"must be a string, got {type(value).__name__}")
+        raise PathError(f"{at}{name}", f"must be a string, got {type(value).__name__}")
     return str(value)
 
 
 name = "langchain"
+# before anthropic and openai, which take any `{"messages": [...]}` and would miss LangChain's
+# message dumps
+detect_priority = 40
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/langchain.json",
+    "formats/langgraph/thread_state.json",
+    "formats/langgraph/dumpd_state.json",
+    "formats/langgraph/model_dump.json",
+)
 
 
 def detect(source: Source) -> bool:
@@ -264,8 +274,8 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             jsonl_line = line if source.is_jsonl else None
             try:
                 raw = read_message(where, msg, line)
-            except _Bad as exc:
-                bad_at(source, skip_invalid, exc.where, exc.message, jsonl_line)
+            except PathError as exc:
+                reject(source, skip_invalid, exc, jsonl_line)
                 continue
             if raw is not None:
                 yield raw

@@ -19,14 +19,14 @@ from typing import Any
 
 from memdiag.transcript.calls import Call, CallItem, Search, Usage
 from memdiag.transcript.calls.interpret import interpret
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.formats.langsmith import message
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source
+from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
-    PathError,
     ancestors,
     as_text,
-    bad,
     first_record,
     int_or_none,
     records_of,
@@ -35,7 +35,12 @@ from memdiag.transcript.tracing import (
 )
 
 name = "langfuse"
-reads_calls = True  # takes --agent (docs/traces.md)
+# a trace format: asked before the chat formats, which could take a generation's messages
+detect_priority = 12
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/traces/langfuse_observations.json",)
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 _TYPES = {
     "GENERATION",
@@ -139,7 +144,10 @@ def detect(source: Source) -> bool:
     return _is_observation(first) or _is_trace(first)
 
 
-def read(source: Source, skip_invalid: bool, agent: str | None = None) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
     yield from with_memory_tools(_read(source, skip_invalid, agent))
 
 
@@ -188,7 +196,7 @@ def _read(source: Source, skip_invalid: bool, choice: str | None) -> Iterator[Ra
             outputs = _reply(o.get("output"), f"{where}.output")
             tokens = _prompt_tokens(o, where)
         except PathError as exc:
-            bad(source, skip_invalid, exc)
+            reject(source, skip_invalid, exc)
             continue
         model = o.get("model")
         parent = o.get("parentObservationId")

@@ -18,16 +18,15 @@ from typing import Any
 
 from memdiag.transcript.calls import SUMMARIZATION, Call, CallItem, Search, Usage
 from memdiag.transcript.calls.interpret import interpret
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.formats.langchain import is_message as is_langchain_message
 from memdiag.transcript.formats.langchain import read_message as read_langchain_message
 from memdiag.transcript.model import RawItem, RawMessage
-from memdiag.transcript.source import PathError as SourcePathError
 from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
-    PathError,
     ancestors,
     as_text,
-    bad,
     first_record,
     int_or_none,
     records_of,
@@ -36,7 +35,15 @@ from memdiag.transcript.tracing import (
 )
 
 name = "langsmith"
-reads_calls = True  # takes --agent (docs/traces.md)
+# a trace format: asked before the chat formats, which could take a run's messages for a chat
+detect_priority = 11
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/traces/langsmith_wrap_openai.json",
+    "formats/traces/langsmith_runs.json",
+)
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
 
@@ -60,10 +67,7 @@ def _runs(source: Source) -> list[tuple[str, dict[str, Any]]]:
 def message(m: Any, where: str) -> RawMessage:
     """One message of a run's inputs/outputs: LangChain serialized, or an OpenAI-style dict."""
     if is_langchain_message(m):
-        try:
-            found = read_langchain_message(where, m, 0)
-        except SourcePathError as exc:
-            raise PathError(exc.where, exc.message) from None
+        found = read_langchain_message(where, m, 0)
         if found is None:
             raise PathError(where, "a RemoveMessage marker where a message was sent")
         return found
@@ -144,7 +148,10 @@ def detect(source: Source) -> bool:
     return _is_run(first_record(source))
 
 
-def read(source: Source, skip_invalid: bool, agent: str | None = None) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
     yield from with_memory_tools(_read(source, skip_invalid, agent))
 
 
@@ -195,7 +202,7 @@ def _read(source: Source, skip_invalid: bool, choice: str | None) -> Iterator[Ra
             outputs = _outputs(run, where)
             tokens, model = _prompt_tokens(run, where), _model(run, where)
         except PathError as exc:
-            bad(source, skip_invalid, exc)
+            reject(source, skip_invalid, exc)
             continue
         source_tag = meta(run).get("lc_source")
         items.append(

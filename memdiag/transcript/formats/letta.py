@@ -24,9 +24,17 @@ from typing import Any
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source, check_tool_calls, json_loads
-from memdiag.transcript.tracing import PathError, as_text, role_of, sub, with_memory_tools
+from memdiag.transcript.toolkit import PathError
+from memdiag.transcript.tracing import as_text, role_of, sub, with_memory_tools
 
 name = "letta"
+# an agent file holds message lists that a chat reader could take: asked with the traces
+detect_priority = 13
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/traces/letta_agent.af",
+    "formats/traces/letta_group.af",
+)
 
 _SYSTEM_ENVELOPES = ("heartbeat", "login", "system_alert")
 

@@ -10,8 +10,13 @@ from typing import Any
 
 from memdiag.transcript.model import Probe, RawItem, RawMessage, RawSession, ReadProblem
 from memdiag.transcript.source import Elements, Source, require_str
+from memdiag.transcript.toolkit import reject
 
 name = "locomo"
+# recognised by its own keys (`conversation` with speakers): a dataset, asked late
+detect_priority = 61
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/locomo_sample.json",)
 
 _SESSION = re.compile(r"session_(\d+)\Z")
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
@@ -40,13 +45,18 @@ def _samples(els: Elements, skip_invalid: bool) -> Iterator[tuple[_Sample, Any]]
     many = len(els.items) > 1
     for n, (line, sample) in enumerate(els.items):
         if not isinstance(sample, dict):
-            els.bad(n, skip_invalid, f"sample {n + 1}: expected an object")
+            reject(els.source, skip_invalid, f"sample {n + 1}: expected an object", els.line(n))
             continue
         sample_id = str(sample.get("sample_id") or f"sample{n + 1}")
         label = f"sample {sample_id!r}: "
         conv = sample.get("conversation")
         if not isinstance(conv, dict):
-            els.bad(n, skip_invalid, f"{label}missing field 'conversation' (an object)")
+            reject(
+                els.source,
+                skip_invalid,
+                f"{label}missing field 'conversation' (an object)",
+                els.line(n),
+            )
             continue
         speakers: dict[str, str] = {}
         problem = None
@@ -57,7 +67,7 @@ def _samples(els: Elements, skip_invalid: bool) -> Iterator[tuple[_Sample, Any]]
             else:
                 speakers.setdefault(name, role)
         if problem:
-            els.bad(n, skip_invalid, problem)
+            reject(els.source, skip_invalid, problem, els.line(n))
             continue
         prefix = f"{sample_id}/" if many else ""
         found = _Sample(n, label, sample_id, prefix, [], {})
@@ -66,7 +76,12 @@ def _samples(els: Elements, skip_invalid: bool) -> Iterator[tuple[_Sample, Any]]
             key = f"session_{number}"
             turns = conv[key]
             if not isinstance(turns, list):
-                els.bad(n, skip_invalid, f"{label}field 'conversation.{key}' must be a list")
+                reject(
+                    els.source,
+                    skip_invalid,
+                    f"{label}field 'conversation.{key}' must be a list",
+                    els.line(n),
+                )
                 continue
             if not turns:
                 continue  # a date without turns (conv-26 has such sessions): nothing was said
@@ -77,7 +92,12 @@ def _samples(els: Elements, skip_invalid: bool) -> Iterator[tuple[_Sample, Any]]
                 try:
                     msg = _message(turn, line, speakers, prefix)
                 except ValueError as exc:
-                    els.bad(n, skip_invalid, f"{label}conversation.{key}[{k}]: {exc}")
+                    reject(
+                        els.source,
+                        skip_invalid,
+                        f"{label}conversation.{key}[{k}]: {exc}",
+                        els.line(n),
+                    )
                     continue
                 found.ids[_dia_key(str(msg.metadata.get("dia_id", msg.id)))] = str(msg.id)
                 found.items.append(msg)

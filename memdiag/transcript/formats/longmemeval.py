@@ -10,8 +10,13 @@ from typing import Any
 
 from memdiag.transcript.model import Probe, RawItem, RawMessage, RawSession, ReadProblem
 from memdiag.transcript.source import Elements, Source, require_str
+from memdiag.transcript.toolkit import reject
 
 name = "longmemeval"
+# recognised by its own key (`haystack_sessions`): a dataset, asked late
+detect_priority = 62
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/longmemeval_sample.json",)
 
 
 @dataclass
@@ -53,14 +58,14 @@ def _instances(els: Elements, skip_invalid: bool) -> Iterator[_Instance]:
     many = len(els.items) > 1
     for n, (line, inst) in enumerate(els.items):
         if not isinstance(inst, dict):
-            els.bad(n, skip_invalid, f"instance {n + 1}: expected an object")
+            reject(els.source, skip_invalid, f"instance {n + 1}: expected an object", els.line(n))
             continue
         try:
             qid = require_str(inst, "question_id")
             question = require_str(inst, "question")
             sessions, sids, dates = _sessions(inst)
         except ValueError as exc:
-            els.bad(n, skip_invalid, f"instance {n + 1}: {exc}")
+            reject(els.source, skip_invalid, f"instance {n + 1}: {exc}", els.line(n))
             continue
         label = f"question {qid!r}: "
         prefix = f"{qid}/" if many else ""
@@ -69,7 +74,7 @@ def _instances(els: Elements, skip_invalid: bool) -> Iterator[_Instance]:
         for k, (turns, sid, date) in enumerate(zip(sessions, sids, dates, strict=True)):
             where = f"{label}haystack_sessions[{k}]"
             if not isinstance(turns, list):
-                els.bad(n, skip_invalid, f"{where}: must be a list of turns")
+                reject(els.source, skip_invalid, f"{where}: must be a list of turns", els.line(n))
                 continue
             if not turns:
                 continue
@@ -81,7 +86,7 @@ def _instances(els: Elements, skip_invalid: bool) -> Iterator[_Instance]:
                 try:
                     msg = _message(turn, line, f"{prefix}{sid}:{t + 1}")
                 except ValueError as exc:
-                    els.bad(n, skip_invalid, f"{where}[{t}]: {exc}")
+                    reject(els.source, skip_invalid, f"{where}[{t}]: {exc}", els.line(n))
                     continue
                 if msg.metadata.get("has_answer"):
                     found.evidence.append(str(msg.id))

@@ -7,9 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from memdiag.transcript.model import RawItem, RawSession
-from memdiag.transcript.source import Source, invalid, message_from_dict
+from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.toolkit import reject
 
 name = "openai"
+# takes any `{"messages": [...]}`: after langchain and anthropic, which know theirs apart
+detect_priority = 51
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/sdk_dumps/chat_completions.json",)
 
 
 def detect(source: Source) -> bool:
@@ -38,16 +43,16 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
     many = len(conversations) > 1
     for n, (line, conv) in enumerate(conversations, start=1):
         if not isinstance(conv, dict) or not isinstance(conv.get("messages"), list):
-            invalid(source, skip_invalid, line, "missing field 'messages' (a list)")
+            reject(source, skip_invalid, "missing field 'messages' (a list)", line)
             continue
         if many:
             yield RawSession(str(conv.get("id") or f"s{n}"), line)
         for k, msg in enumerate(conv["messages"]):
             where = line if source.is_jsonl else k + 1
             if not isinstance(msg, dict):
-                invalid(source, skip_invalid, where, f"messages[{k}]: expected an object")
+                reject(source, skip_invalid, f"messages[{k}]: expected an object", where)
                 continue
             try:
                 yield message_from_dict(msg, where)
             except ValueError as exc:
-                invalid(source, skip_invalid, where, f"messages[{k}]: {exc}")
+                reject(source, skip_invalid, f"messages[{k}]: {exc}", where)

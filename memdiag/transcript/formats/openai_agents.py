@@ -24,12 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.responses_items import Item, read_items
-from memdiag.transcript.source import Choice, Source, bad_at, choose, json_loads
+from memdiag.transcript.source import Choice, Source, choose, json_loads
+from memdiag.transcript.toolkit import PathError, reject
 
 name = "openai_agents"
-select_flag = "--session"
+# never from parsed JSON (detect is False): an SQLite file is found by detect_path
+detect_priority = 90
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/agents_sqlite/agent.db",
+    "formats/agents_sqlite/advanced.db",
+)
+selects = {"conversation": "--session"}  # a database holds many sessions
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -131,7 +140,7 @@ def _sqlite_ts(value: Any) -> str | None:
 
 
 def read_path(
-    path: str | Path, skip_invalid: bool, select: str | None
+    path: str | Path, skip_invalid: bool, selection: Selection = NO_SELECTION
 ) -> tuple[Source, list[RawItem]]:
     """The chosen sessions of an Agents SDK database as raw items."""
     where = str(path)
@@ -151,7 +160,7 @@ def read_path(
         Choice(sid, "", len(r), _sqlite_ts(r[0][2]), unit="item") for sid, r in by_session.items()
     ]
     items: list[RawItem] = []
-    for k in choose(where, "session", select_flag, choices, select):
+    for k in choose(where, "session", selects["conversation"], choices, selection.conversation):
         sid = choices[k].id
         parsed: list[Item] = []
         stamps: dict[int, str | None] = {}
@@ -160,7 +169,7 @@ def read_path(
             try:
                 value = json_loads(data)
             except (TypeError, ValueError) as exc:  # invalid, or beyond the reader's limits
-                bad_at(source, skip_invalid, at, f"invalid JSON ({exc})")
+                reject(source, skip_invalid, PathError(at, f"invalid JSON ({exc})"))
                 continue
             parsed.append(Item(at, rowid, value))
             stamps[rowid] = _sqlite_ts(created)

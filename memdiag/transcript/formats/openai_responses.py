@@ -12,6 +12,11 @@ from memdiag.transcript.responses_items import Item, is_responses_item, read_ite
 from memdiag.transcript.source import Source
 
 name = "openai_responses"
+# before canonical and openai: a first bare `{"role", "content"}` item would go to them, and
+# the `function_call` after it fail
+detect_priority = 20
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/openai_responses/items.json",)
 # canonical JSON Lines records that no Responses item has
 _CANONICAL = {"session", "summary", "window", "retrieval"}
 _CHAT_KEYS = {"forgot", "session", "tool_calls", "tool_call_id"}

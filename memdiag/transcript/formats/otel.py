@@ -26,14 +26,14 @@ from typing import Any
 from memdiag.transcript.calls import Call, CallItem, Search, Usage
 from memdiag.transcript.calls.interpret import interpret
 from memdiag.transcript.events import RawRetrieval
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
 from memdiag.transcript.source import Source, json_loads, message_from_dict
+from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
-    PathError,
     ancestors,
     as_text,
-    bad,
     first_record,
     int_or_none,
     maybe_json,
@@ -45,7 +45,21 @@ from memdiag.transcript.tracing import (
 )
 
 name = "otel"
-reads_calls = True  # takes --agent (docs/traces.md)
+# asked first with the other traces: a trace's documents are never chats, but a chat reader
+# could take their message lists for one
+detect_priority = 10
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = (
+    "formats/traces/otel_openai_v2.jsonl",
+    "formats/traces/otel_spans.json",
+    "formats/traces/otel_otlp.json",
+    "formats/traces/otel_events.json",
+    "formats/traces/otel_openai_openinference.json",
+    "formats/traces/otel_openai_traceloop.json",
+    "formats/traces/otel_console.log",
+)
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 INFERENCE = {"chat", "text_completion", "generate_content"}
 # a conversation: OpenTelemetry's attribute, then OpenInference's and OpenLLMetry's; without one
@@ -345,7 +359,10 @@ def detect(source: Source) -> bool:
     return is_sdk_span(first) and isinstance(first.get("attributes"), dict)
 
 
-def read(source: Source, skip_invalid: bool, agent: str | None = None) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
     try:
         spans = spans_of(source)
     except PathError as exc:
@@ -416,7 +433,7 @@ def calls_of(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[
                     "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
                 )
         except PathError as exc:
-            bad(source, skip_invalid, exc)
+            reject(source, skip_invalid, exc)
             continue
         a = span.attributes
         model = (

@@ -17,12 +17,19 @@ from typing import Any
 from memdiag.transcript.calls import Call, CallItem
 from memdiag.transcript.calls.interpret import interpret
 from memdiag.transcript.calls.shapes import request_inputs, response_outputs
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem
 from memdiag.transcript.source import Source
-from memdiag.transcript.tracing import PathError, bad, first_record, with_memory_tools
+from memdiag.transcript.toolkit import PathError, reject
+from memdiag.transcript.tracing import first_record, with_memory_tools
 
 name = "request_log"
-reads_calls = True  # takes --agent (docs/traces.md)
+# a call log: asked with the traces, before the chat formats (a request holds `messages`)
+detect_priority = 14
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/calls/request_log.jsonl",)
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 SESSION_KEYS = ("session_id", "conversation_id", "thread_id")
 
@@ -56,7 +63,10 @@ def _ids(entry: dict[str, Any]) -> tuple[str | None, str | None]:
     return session, None if user is None else str(user)
 
 
-def read(source: Source, skip_invalid: bool, agent: str | None = None) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
     calls: list[CallItem] = []
     for line, obj in source.records:
         entries = list(enumerate(obj)) if isinstance(obj, list) else [(None, obj)]
@@ -68,7 +78,7 @@ def read(source: Source, skip_invalid: bool, agent: str | None = None) -> Iterat
                 inputs = request_inputs(entry["request"], f"{where}.request")
                 outputs, usage, model = response_outputs(entry["response"], f"{where}.response")
             except PathError as exc:
-                bad(source, skip_invalid, exc)
+                reject(source, skip_invalid, exc)
                 continue
             session, user = _ids(entry)
             requested = entry["request"].get("model")

@@ -8,8 +8,13 @@ from typing import Any
 
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.source import Elements, Source, json_loads, openai_tool_call
+from memdiag.transcript.toolkit import reject
 
 name = "sharegpt"
+# recognised by its own key (`conversations`): its place among the datasets does not matter
+detect_priority = 60
+# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
+examples = ("formats/sharegpt.jsonl",)
 
 _ROLES = {
     "human": "user",
@@ -55,7 +60,9 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
     for n, (line, conv) in enumerate(els.items):
         label = f"conversation {n + 1}: " if els.is_array else ""
         if not isinstance(conv, dict) or not isinstance(conv.get("conversations"), list):
-            els.bad(n, skip_invalid, f"{label}missing field 'conversations' (a list)")
+            reject(
+                source, skip_invalid, f"{label}missing field 'conversations' (a list)", els.line(n)
+            )
             continue
         sid = str(conv.get("id") or f"s{n + 1}")
         yield RawSession(sid, line)
@@ -66,7 +73,7 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             try:
                 msg = _turn(turn, line, sid, k, pending)
             except ValueError as exc:
-                els.bad(n, skip_invalid, f"{label}conversations[{k}]: {exc}")
+                reject(source, skip_invalid, f"{label}conversations[{k}]: {exc}", els.line(n))
                 continue
             yield msg
 
