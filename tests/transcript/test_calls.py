@@ -279,3 +279,37 @@ def test_a_bad_request_log_line_names_the_line_and_field(tmp_path: Path) -> None
     assert "line 2.request.messages[1]" in res.output and "robot" in res.output
     skipped = load(path, skip_invalid=True)
     assert skipped.skipped == 1 and len(skipped.windows) == 3
+
+
+def test_litellm_logging_payloads_are_one_conversation_of_calls() -> None:
+    # what LiteLLM's logging integrations receive: once misread as four fine-tuning lines
+    path = CALLS / "litellm.jsonl"
+    t = load(path)
+    assert t.format == "litellm" and t.sessions == ("trip-1",)  # the shared trace_id
+    assert [m.content for m in t.messages if m.role == "user"] == [
+        "Hi, I'm Mia. I'm allergic to peanuts.",
+        "I'm flying to Lisbon on Friday.",
+        "Yes, near Alfama please.",
+        "Suggest a snack for my flight.",
+    ]
+    assert [m.content for m in t.messages if m.role == "assistant"][
+        -1
+    ] == "Try a peanut butter bar!"
+    assert len(t.windows) == 4 and all(w.model == "gpt-4o-mini" for w in t.windows)
+    res = runner.invoke(
+        app,
+        ["diagnose", str(path), "--fact", "allergic to peanuts", "--at", "4", "--format", "json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "short_term_dropped"' in res.stdout
+
+
+def test_litellm_per_call_trace_ids_are_no_sessions(tmp_path: Path) -> None:
+    lines = [json.loads(x) for x in (CALLS / "litellm.jsonl").read_text().splitlines()]
+    for k, p in enumerate(lines):
+        p["trace_id"] = f"fresh-{k}"  # LiteLLM's default: a new id per call
+        p["metadata"].pop("session_id", None)
+    path = tmp_path / "litellm.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in lines))
+    t = load(path)
+    assert len(t.sessions) == 1 and len(t.turns) == 4
