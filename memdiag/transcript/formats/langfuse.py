@@ -8,8 +8,9 @@ GENERATION observations carry the request in ``input`` (OpenAI-style messages, o
 provider's prompt tokens from ``usageDetails.input`` (or ``usage.input``/``promptTokens``).
 RETRIEVER observations become ``retrieval`` events. Sessions: ``sessionId``, else the file is
 one conversation (a trace is usually one turn).
-Sub-agents: a GENERATION under a TOOL observation, or under a second AGENT, is a sub-agent's
-call with its own context; it is left out and counted.
+Each GENERATION is mapped to a :class:`~memdiag.transcript.calls.Call`, its agent being the
+AGENT and TOOL observations above it; the interpreter keeps the sub-agents apart (docs/
+traces.md).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ a ``window`` event, with the provider's prompt tokens from ``usage_metadata`` /
 ``token_usage``. ``retriever`` runs become ``retrieval`` events (``inputs.query``,
 ``outputs.documents``). Threads: ``extra.metadata.thread_id`` (or ``session_id`` /
 ``conversation_id``), else the file is one conversation (each turn is usually its own
-trace). Sub-agents: an ``llm`` run under a ``tool`` run belongs to an agent called as a tool,
-with its own context; it is left out and counted.
+trace). Each run is mapped to a :class:`~memdiag.transcript.calls.Call`; an ``llm`` run under
+a ``tool`` run belongs to an agent called as a tool (the interpreter keeps it apart, docs/
+traces.md), and LangChain's ``lc_source: summarization`` marks a summarizer's call.
 """
 
 from __future__ import annotations

@@ -13,9 +13,12 @@ request either as attributes (``gen_ai.system_instructions``, ``gen_ai.input.mes
 Sessions: ``gen_ai.conversation.id`` (or OpenInference's ``session.id``, OpenLLMetry's
 association property) on the span or an ancestor; without one, the file is one conversation
 (traces are often one turn each, so a trace is not a session).
-Sub-agents: a call under two or more nested ``invoke_agent`` spans belongs to a sub-agent with
-its own context; it is left out of the transcript (its answer reaches the parent as a tool
-result) and counted in a warning.
+Also read: OpenLLMetry's flattened ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``
+attributes, and the ``gen_ai.client.inference.operation.details`` log record that holds a
+call's content when it is captured in events only.
+Each span is mapped to a :class:`~memdiag.transcript.calls.Call`, its agent being the chain of
+agent and tool spans above it; the interpreter (docs/traces.md) picks the agent the human talks
+to, and the others are listed (``--agent``).
 """
 
 from __future__ import annotations
