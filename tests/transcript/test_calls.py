@@ -313,3 +313,46 @@ def test_litellm_per_call_trace_ids_are_no_sessions(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(p) + "\n" for p in lines))
     t = load(path)
     assert len(t.sessions) == 1 and len(t.turns) == 4
+
+
+def test_openai_batch_files_are_joined_by_custom_id() -> None:
+    # either file reads the pair: the output's lines come back in another order
+    a, b = load(CALLS / "batch_input.jsonl"), load(CALLS / "batch_output.jsonl")
+    assert a.format == b.format == "openai_batch"
+    assert [(m.role, m.content) for m in a.messages] == [(m.role, m.content) for m in b.messages]
+    replies = [m.content for m in a.messages if m.role == "assistant"]
+    assert replies == [
+        "Noted, Mia!",
+        "Lovely. Need a hotel?",
+        "Memmo Alfama is a good pick.",
+        "Try a peanut butter bar!",
+    ]
+    assert len(a.turns) == 5 and len(a.windows) == 4  # the failed request has no reply
+    assert a.windows[0].source == "batch_input.jsonl:1"
+    res = runner.invoke(
+        app,
+        [
+            "diagnose",
+            str(CALLS / "batch_input.jsonl"),
+            "--fact",
+            "allergic to peanuts",
+            "--at",
+            "4",
+            "--format",
+            "json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "short_term_dropped"' in res.stdout
+
+
+def test_a_batch_output_alone_says_where_the_requests_are(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_text((CALLS / "batch_output.jsonl").read_text())
+    res = runner.invoke(app, ["convert", str(path)])
+    assert res.exit_code == 2 and "input file" in res.output
+    alone = tmp_path / "in.jsonl"
+    path.unlink()
+    alone.write_text((CALLS / "batch_input.jsonl").read_text())
+    t = load(alone)
+    assert not t.windows and any("without their replies" in w for w in t.warnings)
