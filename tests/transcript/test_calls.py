@@ -356,3 +356,36 @@ def test_a_batch_output_alone_says_where_the_requests_are(tmp_path: Path) -> Non
     alone.write_text((CALLS / "batch_input.jsonl").read_text())
     t = load(alone)
     assert not t.windows and any("without their replies" in w for w in t.warnings)
+
+
+def test_mlflow_traces_chat_model_spans_and_retriever() -> None:
+    path = CALLS / "mlflow_traces.jsonl"
+    t = load(path)
+    assert t.format == "mlflow" and t.sessions == ("trip-1",)
+    assert next(m.content for m in t.messages if m.role == "user") == (
+        "Hi, I'm Mia. I'm allergic to peanuts."
+    )
+    assert len(t.turns) == 4 and len(t.windows) == 4
+    (search,) = t.retrievals
+    assert [(r.id, r.score) for r in search.records] == [("mem-3", 0.41), ("mem-7", 0.33)]
+    assert t.messages[search.before].turn == 4
+    res = runner.invoke(
+        app,
+        ["diagnose", str(path), "--fact", "allergic to peanuts", "--at", "4", "--format", "json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "short_term_dropped"' in res.stdout
+
+
+def test_a_bad_mlflow_attribute_names_its_path(tmp_path: Path) -> None:
+    lines = (CALLS / "mlflow_traces.jsonl").read_text().splitlines()
+    trace = json.loads(lines[1])
+    chat = next(
+        s for s in trace["data"]["spans"] if s["attributes"]["mlflow.spanType"] == '"CHAT_MODEL"'
+    )
+    chat["attributes"]["mlflow.spanInputs"] = '{"messages": [{"role": "robot"}]}'
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join([lines[0], json.dumps(trace), *lines[2:]]) + "\n")
+    res = runner.invoke(app, ["convert", str(path)])
+    assert res.exit_code == 2
+    assert "line 2.data.spans[1].attributes.mlflow.spanInputs.messages[0]" in res.output
