@@ -139,11 +139,11 @@ def auxiliary(calls: Sequence[Call]) -> dict[int, str]:
             if len(text) < MIN_ECHO or (m.role, text) in seen:
                 continue
             seen.add((m.role, text))
-            if any(u in text for u in users if u != text):
-                continue  # a transcript quoted for a summarizer or a memory writer
-            for i, out in earlier:
-                if out == text or out in text:
-                    found[i] = out
+            # `earlier` holds only outputs that never came back as replies: a few
+            hits = [(i, out) for i, out in earlier if out in text]
+            if not hits or any(u in text for u in users if u != text):
+                continue  # none, or a transcript quoted for a summarizer or a memory writer
+            found.update(hits)
         out = _norm(" ".join(m.content for m in c.outputs if m.role == "assistant"))
         if SUMMARIZATION in c.markers:
             found[j] = out
