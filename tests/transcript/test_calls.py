@@ -389,3 +389,28 @@ def test_a_bad_mlflow_attribute_names_its_path(tmp_path: Path) -> None:
     res = runner.invoke(app, ["convert", str(path)])
     assert res.exit_code == 2
     assert "line 2.data.spans[1].attributes.mlflow.spanInputs.messages[0]" in res.output
+
+
+def test_smolagents_steps_read_as_one_conversation() -> None:
+    # `tool-call` / `tool-response` roles (once "unknown role 'tool-call'"), final_answer as
+    # the reply the user reads
+    path = CALLS / "smolagents_steps.json"
+    t = load(path)
+    assert t.format == "smolagents" and len(t.turns) == 3
+    assert [m.role for m in t.messages] == [
+        "system", "user", "assistant", "user", "assistant", "tool", "assistant", "user",
+        "assistant",
+    ]  # fmt: skip
+    assert t.messages[4].tool_calls[0]["function"]["name"] == "get_weather"
+    assert t.messages[5].tool_call_id == "call_2"
+    assert t.messages[-1].content == "Try a bag of honey-roasted peanuts!"
+    # every step's request is a window; the last one still held the allergy
+    assert len(t.windows) == 4
+    stated = t.messages[1].id
+    assert stated in t.windows[-1].ids
+    res = runner.invoke(
+        app,
+        ["diagnose", str(path), "--fact", "allergic to peanuts", "--at", "3", "--format", "json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert '"verdict": "in_context"' in res.stdout
