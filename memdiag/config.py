@@ -1,5 +1,8 @@
 """Settings: YAML config → typed, validated dataclasses. Precedence: flags > file > defaults.
 
+The file is ``--config FILE``, else the nearest ``memdiag.yaml`` or ``pyproject.toml`` with a
+``[tool.memdiag]`` table in the current directory or its parents (docs/config.md).
+
 Every setting is documented in ``config.example.yaml``; a test keeps the two in step.
 """
 
@@ -10,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdiag.errors import UsageError
+from memdiag.errors import InputError, UsageError
 from memdiag.tokens import ChatOverhead, TokenCounter, context_size, encoding_name_for
 from memdiag.yamlio import load_yaml, to_dataclass
 
@@ -72,7 +75,8 @@ class StoreSettings:
 
 @dataclass(frozen=True)
 class AuditSettings:
-    near_duplicate_threshold: float = 0.95
+    # measured on labelled pairs: benchmarks/bench_paraphrase.py, docs/stores.md
+    near_duplicate_threshold: float = 0.80
     stale_after_days: float | None = None  # None: age alone never makes a record stale
 
 
@@ -136,13 +140,114 @@ class Settings:
         return self
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
-    """Settings from ``path``, or from ./memdiag.yaml when present, else the defaults."""
+PYPROJECT = "pyproject.toml"
+TOOL_TABLE = "[tool.memdiag]"
+MAX_CONFIG_BYTES = 1 << 20  # a config or pyproject.toml is a few kilobytes
+
+
+def find_config(start: str | Path | None = None) -> Path | None:
+    """The config that applies in ``start`` (default: the current directory): the nearest
+    directory, going up to the filesystem root, that holds ``memdiag.yaml`` or a
+    ``pyproject.toml`` with a ``[tool.memdiag]`` table (memdiag.yaml first), as ruff and pytest
+    look for theirs. A pyproject.toml without the table is passed over."""
+    here = Path(start if start is not None else Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        if _is_file(folder / DEFAULT_CONFIG):
+            return folder / DEFAULT_CONFIG
+        pyproject = folder / PYPROJECT
+        if _is_file(pyproject) and _has_tool_table(pyproject):
+            return pyproject
+    return None
+
+
+def find_upward(name: str, start: str | Path | None = None) -> Path | None:
+    """``name`` in ``start`` (default: the current directory) or the nearest parent holding it."""
+    here = Path(start if start is not None else Path.cwd()).absolute()
+    return next((d / name for d in (here, *here.parents) if _is_file(d / name)), None)
+
+
+def _is_file(path: Path) -> bool:
+    from memdiag.fileio import is_file
+
+    try:
+        return is_file(path)
+    except InputError:  # a folder we may not look into, on the way up: nothing found there
+        return False
+
+
+def _has_tool_table(path: Path) -> bool:
+    # a cheap look first: a project's pyproject.toml that never mentions memdiag is not parsed
+    from memdiag.fileio import read_text
+
+    try:
+        if "tool.memdiag" not in read_text(path, MAX_CONFIG_BYTES, "pyproject.toml"):
+            return False
+    except InputError:  # not ours to judge on the way up (too large, not UTF-8)
+        return False
+    return _tool_table(path, required=False) is not None  # invalid TOML here is an error
+
+
+def load_pyproject(path: str | Path) -> Any:
+    """The ``[tool.memdiag]`` table of a pyproject.toml (tomllib, or tomli before Python 3.11)."""
+    return _tool_table(path, required=True)
+
+
+def _tool_table(path: str | Path, required: bool) -> Any:
+    import sys
+
+    from memdiag.fileio import read_text
+
+    name = str(path)
+    text = read_text(path, MAX_CONFIG_BYTES, "pyproject.toml")
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 (tomli is a dependency there, see pyproject.toml)
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"invalid TOML: {exc}", path=name) from None
+    table = data.get("tool", {}).get("memdiag") if isinstance(data.get("tool"), dict) else None
+    if table is None:
+        if not required:
+            return None
+        raise InputError(f"no {TOOL_TABLE} table", path=name)
+    if not isinstance(table, dict):
+        raise InputError(f"{TOOL_TABLE} must be a table", path=name)
+    return table
+
+
+def load_settings(path: str | Path | None = None, start: str | Path | None = None) -> Settings:
+    """Settings from ``path`` (a YAML file, or a pyproject.toml's ``[tool.memdiag]``), or from
+    the config :func:`find_config` finds from ``start``, else the defaults.
+
+    Paths in a config file (``store.facts_file``, ``store.chroma``, ``scratchpad.rules``) are
+    relative to the file that holds them, so a config found in a parent directory means the
+    same files from every subdirectory (docs/config.md).
+    """
     if path is None:
-        default = Path(DEFAULT_CONFIG)
-        if not default.is_file():
+        path = find_config(start)
+        if path is None:
             return Settings()
-        path = default
-    data = load_yaml(path)
-    settings = to_dataclass(Settings, data, str(path))
-    return dataclasses.replace(settings, source=str(path))
+    path = Path(path)
+    if path.name == PYPROJECT or path.suffix == ".toml":
+        data, label = load_pyproject(path), f"{path} {TOOL_TABLE}"
+    else:
+        data, label = load_yaml(path), str(path)
+    settings = to_dataclass(Settings, data, label)
+    return dataclasses.replace(_relative_to(settings, path.parent), source=str(path))
+
+
+def _relative_to(settings: Settings, folder: Path) -> Settings:
+    def at(value: str | None) -> str | None:
+        if value is None or "://" in value:  # a Chroma server URL stays as written
+            return value
+        p = Path(value).expanduser()
+        return value if p.is_absolute() else str(folder / p)
+
+    store, pad = settings.store, settings.scratchpad
+    return dataclasses.replace(
+        settings,
+        store=dataclasses.replace(store, facts_file=at(store.facts_file), chroma=at(store.chroma)),
+        scratchpad=dataclasses.replace(pad, rules=at(pad.rules)),
+    )

@@ -10,6 +10,7 @@ window tokens and misleads the diagnosis, a missed one only leaves the fact to t
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import itertools
 import re
@@ -22,6 +23,8 @@ from typing import Any
 
 from memdiag.errors import InputError
 from memdiag.text import (
+    ENTITY_LINE,
+    PERSON_TYPES,
     LazyPattern,
     as_first_person,
     has_cjk,
@@ -143,6 +146,14 @@ class Extractor:
             if rule.multi is not None:
                 (multi.add if rule.multi else multi.discard)(rule.field)
         self.multi_fields: frozenset[str] = frozenset(multi)
+        self._memo: dict[str, list[Extraction]] | None = None
+
+    def memoized(self) -> Extractor:
+        """This extractor with a memo of ``extract`` by text: one run reads each distinct text
+        once, whichever strategy or replay asks (docs/engine.md). Same answers."""
+        twin = copy.copy(self)
+        twin._memo = {}
+        return twin
 
     def is_multi(self, field_name: str) -> bool:
         """Whether values of ``field_name`` accumulate rather than overwrite."""
@@ -227,6 +238,16 @@ class Extractor:
         states nothing the rules recognize. Odd metadata types are ignored, never an error.
         """
         found = self.extract(as_first_person(text)) if text else []
+        if text and "(" in text:
+            # CrewAI's entity memory names a person: "Mia Lopez(Person): ..." states a name
+            entity = ENTITY_LINE.match(text)
+            if entity is not None and entity.group("type").strip().lower() in PERSON_TYPES:
+                name = " ".join(entity.group("name").split())
+                if name and not any(e.field == "name" for e in found):
+                    span = entity.span("name")
+                    found.insert(
+                        0, Extraction("name", name, self.is_strong("name"), span, "entity")
+                    )
         meta = metadata or {}
         key = _first_text(meta, SUBJECT_KEYS)
         if key is not None:
@@ -249,8 +270,13 @@ class Extractor:
 
     def extract(self, text: str) -> list[Extraction]:
         """Every value the rules find in ``text``, deduplicated by (field, value)."""
-        if not text:
-            return []
+        if not text or self._memo is None:
+            return self._extract(text) if text else []
+        if (found := self._memo.get(text)) is None:
+            found = self._memo[text] = self._extract(text)
+        return list(found) if found else []  # a copy: the caller may change its list
+
+    def _extract(self, text: str) -> list[Extraction]:
         folded = text.casefold()
         run = set(self._always)
         for k in self._keywords:

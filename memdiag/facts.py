@@ -8,9 +8,11 @@ bigrams. Each match reports its method and score so a user can judge it.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -61,23 +63,34 @@ def fact_terms(fact: str) -> tuple[frozenset[str], frozenset[str]]:
     return words, frozenset(grams)
 
 
+_fact_norm = lru_cache(maxsize=4096)(normalize)  # a fact is matched against many texts
+
+
 @lru_cache(maxsize=16)  # the same summary/pinned text is matched against every tracked fact
 def text_terms(text: str) -> tuple[frozenset[str], str]:
+    """(content word stems, normalized text) of a text: what :func:`match` compares."""
     norm = normalize(text)
+    if norm.isascii():  # no word of it can hold CJK: has_cjk need not run once per word
+        return frozenset(stem(w) for w in _WORD.findall(norm)), norm
     words = frozenset(stem(w) for w in _WORD.findall(norm) if not has_cjk(w))
     return words, norm
 
 
 def match(
-    fact: str, text: str, threshold: float = FUZZY_THRESHOLD, folded: str | None = None
+    fact: str,
+    text: str,
+    threshold: float = FUZZY_THRESHOLD,
+    folded: str | None = None,
+    terms: Callable[[str], tuple[frozenset[str], str]] = text_terms,
 ) -> Match | None:
     """How well ``text`` states ``fact``; None below ``threshold``.
 
-    ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts).
+    ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts);
+    ``terms`` gives :func:`text_terms` of the text (a run keeps them for all its messages).
     """
     words, grams = fact_terms(fact)
     total = len(words) + len(grams)
-    nf = normalize(fact)
+    nf = _fact_norm(fact)
     if not nf:
         return None
     # Cheap upper bound first: a term that matches is a substring of the folded text. Most
@@ -91,7 +104,7 @@ def match(
             return None
     elif nf not in folded:
         return None
-    tw, nt = text_terms(text)
+    tw, nt = terms(text)
     if nf in nt:
         return Match(1.0, "exact")
     if total == 0:
@@ -101,6 +114,63 @@ def match(
     if score >= threshold:
         return Match(round(score, 3), "cjk_ngram" if grams else "fuzzy")
     return None
+
+
+class TermIndex:
+    """Which texts hold each term: the texts a fact can match, without reading every text.
+
+    Built once per run over the folded texts (docs/engine.md): they are joined by NUL, and a
+    term's postings (the texts it occurs in) come from one scan of the joined text, the first
+    time the term is asked for, then stay for the run. Every term of a fact (a word stem, a
+    CJK character or bigram) is made of word characters, never NUL, so an occurrence lies
+    inside exactly one text. ``candidates`` gives the texts that pass :func:`match`'s cheap
+    bound (enough of the fact's terms present); :func:`match` itself still decides, so the
+    answers are those of matching every text (a property test holds them equal). A scan
+    costs less than splitting every text into words to build a word index up front: a run
+    asks for a few dozen terms, and most messages hold none of them.
+    """
+
+    def __init__(self, texts: Iterable[tuple[int, str]]) -> None:
+        keys: list[int] = []
+        parts: list[str] = []
+        for key, folded in texts:
+            keys.append(key)
+            parts.append(folded)
+        self._keys = keys
+        self._starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
+        self._joined = "\0".join(parts)
+        self._holding: dict[str, tuple[int, ...]] = {}
+
+    def holding(self, term: str) -> tuple[int, ...]:
+        """Keys of the texts in which ``term`` occurs, in the order the texts were given."""
+        found = self._holding.get(term)
+        if found is None:
+            out: list[int] = []
+            if term and "\0" not in term and self._keys:
+                find, starts, last = self._joined.find, self._starts, len(self._keys) - 1
+                pos = find(term)
+                while pos >= 0:
+                    n = bisect.bisect_right(starts, pos) - 1
+                    out.append(self._keys[n])
+                    if n == last:
+                        break
+                    pos = find(term, starts[n + 1])
+            found = self._holding[term] = tuple(out)
+        return found
+
+    def candidates(self, fact: str, threshold: float = FUZZY_THRESHOLD) -> list[int] | None:
+        """Keys (ascending) of the texts that may state ``fact``; None when the index cannot
+        tell (a fact of stopwords only, or a threshold that every text passes)."""
+        words, grams = fact_terms(fact)
+        terms = [*words, *grams]
+        needed = math.ceil(threshold * len(terms) - 1e-9)
+        if not terms or needed <= 0:
+            return None
+        counts: dict[int, int] = {}
+        for term in terms:
+            for key in self.holding(term):
+                counts[key] = counts.get(key, 0) + 1
+        return sorted(key for key, n in counts.items() if n >= needed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,31 @@ def _os_error(exc: OSError, name: str, doing: str) -> InputError:
     return InputError(f"cannot {doing.split()[0]} file: {reason}", path=clip(name, 200))
 
 
+def path_stat(path: str | Path, doing: str = "reading") -> os.stat_result | None:
+    """``os.stat`` of a path the user named: None when nothing is there; a name the OS refuses
+    (longer than it allows, a symlink loop, no permission) is an InputError of one line.
+
+    ``Path.exists()`` and ``is_file()`` raise on such names instead of answering, so every
+    user-named path is looked at through here.
+    """
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise _os_error(exc, str(path), doing) from None
+
+
+def is_dir(path: str | Path) -> bool:
+    st = path_stat(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def is_file(path: str | Path) -> bool:
+    st = path_stat(path)
+    return st is not None and stat.S_ISREG(st.st_mode)
+
+
 def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; InputError otherwise."""
     name = str(path)
@@ -228,7 +253,8 @@ def check_output_path(path: str | Path) -> Path:
         st = out.stat()
     except FileNotFoundError:
         parent = out.parent
-        if parent.exists() and not parent.is_dir():
+        pst = path_stat(parent, "writing")
+        if pst is not None and not stat.S_ISDIR(pst.st_mode):
             raise InputError("parent is not a directory", path=name) from None
         _check_writable(parent, name)
         return out
@@ -247,9 +273,9 @@ def check_output_path(path: str | Path) -> Path:
 def _check_writable(folder: Path, name: str) -> None:
     """The nearest existing folder must take a new file (the temporary one goes there)."""
     existing = folder
-    while not existing.exists() and existing != existing.parent:
+    while path_stat(existing, "writing") is None and existing != existing.parent:
         existing = existing.parent
-    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+    if is_dir(existing) and not os.access(existing, os.W_OK | os.X_OK):
         raise InputError("permission denied writing", path=name)
 
 

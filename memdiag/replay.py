@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, fold, match
+from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
-from memdiag.strategies.base import Fit, PinChange, Strategy
-from memdiag.strategies.observed import CallTokens, call_tokens
+from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
+from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 
@@ -91,22 +91,31 @@ class ReplayContext:
     memory_tokens: int = 0  # injected long-term memories, every turn
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
-    _folded_texts: list[tuple[int, str]] = field(default_factory=list, repr=False)
+    memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
+    _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
+    _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
+    _message_terms: dict[str, tuple[frozenset[str], str]] = field(default_factory=dict, repr=False)
 
     @property
     def budget(self) -> int:
         return self.settings.effective_budget()
 
     def evidence_of(self, fact: str) -> tuple[int, ...]:
-        """Indices of the messages that state ``fact`` (searched once per run and fact)."""
+        """Indices of the messages that state ``fact`` (searched once per run and fact).
+
+        The run's term index names the few messages that can state it; ``match`` judges those.
+        """
         found = self._evidence.get(fact)
         if found is None:
             msgs = self.transcript.messages
             folded = self._folded()
+            keys = self._index().candidates(fact, FUZZY_THRESHOLD)
+            pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
+            terms = self._terms_of
             found = tuple(
                 i
-                for i, text in folded
-                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text)
+                for i, text in pairs
+                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text, terms=terms)
             )
             self._evidence[fact] = found
         return found
@@ -115,15 +124,28 @@ class ReplayContext:
         """Evidence found another way (semantic search) for a fact whose words do not match."""
         self._evidence[fact] = tuple(sorted(set(indices)))
 
-    def _folded(self) -> list[tuple[int, str]]:
-        """(index, folded text) of every message that can be evidence, computed once per run."""
+    def _folded(self) -> dict[int, str]:
+        """Folded text of every message that can be evidence, by index, computed once per run."""
         if not self._folded_texts:
-            self._folded_texts.extend(
+            self._folded_texts.update(
                 (m.index, fold(m.content))
                 for m in self.transcript.messages
                 if m.role in EVIDENCE_ROLES
             )
         return self._folded_texts
+
+    def _terms_of(self, text: str) -> tuple[frozenset[str], str]:
+        """``text_terms`` of a message's text, kept for the run: many facts match one message."""
+        found = self._message_terms.get(text)
+        if found is None:
+            found = self._message_terms[text] = text_terms(text)
+        return found
+
+    def _index(self) -> TermIndex:
+        """The term index of those messages, built once per run (docs/engine.md)."""
+        if not self._term_index:
+            self._term_index.append(TermIndex(self._folded().items()))
+        return self._term_index[0]
 
     def with_budget(self, budget: int) -> ReplayContext:
         """The same counts and evidence under another budget (for what-if searches)."""
@@ -205,7 +227,7 @@ def replay(
     t = rctx.transcript
     msgs = t.messages
     budget = rctx.budget
-    sctx = StrategyContext(t, rctx.costs, rctx.counter)
+    sctx = StrategyContext(t, rctx.costs, rctx.counter, rctx.memo)
     strategy: Strategy = make_strategy(strategy_name, sctx, rctx.settings, budget)
     priming = rctx.counter.overhead.reply_priming
     tracker = _FactTracker(facts, rctx)
@@ -312,6 +334,7 @@ class _FactTracker:
         self.in_summary = [False] * len(self.facts)
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
+        self.first = True  # no turn evaluated yet
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -342,6 +365,7 @@ class _FactTracker:
             self.in_summary = [False] * len(self.facts)
             self.pinned = [False] * len(self.facts)
         arrived: set[int] = set()
+        flipped: set[int] = set()
         for i in entered:
             for k in self.evidence.get(i, ()):
                 self.in_window[k] += 1
@@ -359,20 +383,34 @@ class _FactTracker:
                 reason.setdefault(k, "summarized_away")
         if fit.summary_changed or fit.pinned_changed:
             view = strategy.view()
+            # each text folded once for all the facts (match would fold it once per fact)
+            summary = fold(view.summary) if fit.summary_changed else ""
+            pinned = fold(view.pinned) if fit.pinned_changed else ""
             for k, fact in enumerate(self.facts):
                 if fit.summary_changed:
                     was = self.in_summary[k]
-                    self.in_summary[k] = (
-                        bool(view.summary) and match(fact, view.summary) is not None
+                    self.in_summary[k] = bool(view.summary) and (
+                        match(fact, view.summary, folded=summary) is not None
                     )
+                    if was != self.in_summary[k]:
+                        flipped.add(k)
                     if was and not self.in_summary[k]:
                         reason.setdefault(k, "summarized_away")
                 if fit.pinned_changed:
                     was = self.pinned[k]
-                    self.pinned[k] = bool(view.pinned) and match(fact, view.pinned) is not None
+                    self.pinned[k] = bool(view.pinned) and (
+                        match(fact, view.pinned, folded=pinned) is not None
+                    )
+                    if was != self.pinned[k]:
+                        flipped.add(k)
                     if was and not self.pinned[k]:
                         reason.setdefault(k, "unpinned")
-        for k, st in enumerate(self.state):
+        # only a fact whose evidence, summary or pins changed this turn can change (all of them
+        # at the first turn): O(events) per turn, not O(facts)
+        touched = range(len(self.state)) if self.first else {*reason, *arrived, *flipped}
+        self.first = False
+        for k in touched:
+            st = self.state[k]
             kept = (
                 self.in_window[k] > 0 or self.in_summary[k] or self.pinned[k] or self.in_memory[k]
             )
@@ -416,6 +454,7 @@ class ReplayReport:
     facts: list[str]
     facts_found: bool  # True when the facts were found by the strong-fact extractor
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
+    budget_recorded: bool = False  # the budget is the trace's largest recorded request
 
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
@@ -436,7 +475,7 @@ def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]
     return [name]
 
 
-def auto_facts(transcript: Transcript) -> list[str]:
+def auto_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]:
     """Strong facts stated by the user, worded as the scratchpad pins them (deduplicated).
 
     "allergic to peanuts", "花生过敏", "time zone UTC+8"; a name is tracked by itself ("Mia"),
@@ -444,7 +483,8 @@ def auto_facts(transcript: Transcript) -> list[str]:
     """
     from memdiag.extract import default_extractor
 
-    ex = default_extractor()
+    # the run's memoized extractor: the scratchpad reads the same user messages again
+    ex = default_extractor() if memo is None else memo.extractor(None)
     seen: dict[str, None] = {}
     for m in transcript.messages:
         if m.role != "user":
@@ -478,8 +518,11 @@ def run(
     ``observe(name)`` gives the observer of strategy ``name`` (see :func:`replay`).
     """
     rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
+    recorded = recorded_budget(rctx)
+    if recorded is not None:
+        rctx = rctx.with_budget(recorded)
     found = not facts
-    tracked = list(facts) if facts else auto_facts(transcript)
+    tracked = list(facts) if facts else tracked_facts(transcript, rctx.memo)
     results = [
         replay(rctx, name, tracked, progress=progress, observe=observe(name) if observe else None)
         for name in strategy_names(settings.strategy, transcript)
@@ -488,5 +531,39 @@ def run(
         if res.name == "observed":  # recounted exactly, beside what the provider reported
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
     return ReplayReport(
-        transcript, rctx.counter.encoding_name, rctx.budget, results, tracked, found, rctx.costs
+        transcript,
+        rctx.counter.encoding_name,
+        rctx.budget,
+        results,
+        tracked,
+        found,
+        rctx.costs,
+        budget_recorded=recorded is not None,
     )
+
+
+def recorded_budget(rctx: ReplayContext) -> int | None:
+    """Without --budget, a trace's simulated windows get the agent's own size: its largest
+    recorded request (whose size is known), not the model's whole context beside it."""
+    t = rctx.transcript
+    if rctx.settings.budget is not None or not t.windows:
+        return None
+    sizes = [request_tokens(w, rctx.costs, rctx.counter) for w in t.windows if size_known(w)]
+    return max(sizes) if sizes else None
+
+
+def tracked_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]:
+    """What replay follows without --fact: the strong facts the user stated, then the facts of
+    the `forgot` markers (the failures the transcript names), each once."""
+    facts = dict.fromkeys(auto_facts(transcript, memo))
+    known = [fold(f) for f in facts]
+    for m in transcript.messages:
+        if not m.forgot:
+            continue
+        marker = fold(m.forgot)
+        # "对花生过敏" is the extractor's "花生过敏": one fact, tracked once
+        if any(k == marker or (k in marker and len(k) >= 0.6 * len(marker)) for k in known):
+            continue
+        facts.setdefault(m.forgot, None)
+        known.append(marker)
+    return list(facts)

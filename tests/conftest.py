@@ -11,10 +11,21 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
+# Chroma's cache of the user running the tests (`memdiag fetch-model` puts the model there),
+# read before the autouse fixture below points HOME at a temporary folder.
+USER_CHROMA_MODEL = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
+NO_MODEL = (
+    "no offline embedding model all-MiniLM-L6-v2: run `memdiag fetch-model` (into Chroma's "
+    "cache), or set MEMDIAG_ONNX_MODEL_DIR to a folder holding onnx/model.onnx"
+)
+
+
 def onnx_model_dir() -> Path | None:
-    """The offline MiniLM model: MEMDIAG_ONNX_MODEL_DIR, or ../shared beside the checkout."""
+    """The offline MiniLM model: MEMDIAG_ONNX_MODEL_DIR, the user's Chroma cache, or ../shared
+    beside the checkout (a developer's copy; a fresh clone has none of them)."""
     env = os.environ.get("MEMDIAG_ONNX_MODEL_DIR")
     candidates = [Path(env)] if env else []
+    candidates.append(USER_CHROMA_MODEL)
     candidates.append(ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2")
     for c in candidates:
         if (c / "onnx" / "model.onnx").is_file():
@@ -45,10 +56,7 @@ def model_dir() -> Path:
     """The embedding model, or a skip that says why (CI turns such skips into failures)."""
     d = onnx_model_dir()
     if d is None:
-        pytest.skip(
-            "no offline embedding model: set MEMDIAG_ONNX_MODEL_DIR to a folder holding "
-            "onnx/model.onnx (all-MiniLM-L6-v2)"
-        )
+        pytest.skip(NO_MODEL)
     return d
 
 

@@ -387,5 +387,5 @@ def test_store_hygiene_on_a_chroma_store(tmp_path: Path, model_dir: Path) -> Non
         "max_findings conflict ≤ 0",
         "max_findings strong_fact_in_vector_store ≤ 0",
     ]
-    assert "found 2" in dirty["failures"][0]  # d2/d3 and d10/d12
+    assert "found 3" in dirty["failures"][0]  # d2/d3, d10/d12, and d2/d4 (the same claim)
     assert dirty["failure_lines"] == [9, 9, 9]

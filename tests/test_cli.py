@@ -45,7 +45,7 @@ def test_replay_table_shows_eviction_and_survival():
     r = invoke("replay", DEMO, "--budget", "400", "--fact", "allergic to peanuts")
     assert r.exit_code == 0
     assert "evicted u1" in r.stdout
-    assert "lost at turn 6 (evicted)" in r.stdout
+    assert "evicted at turn 6" in r.stdout
 
 
 def test_replay_jsonl_stream():

@@ -58,7 +58,7 @@ def test_on_off_flags_show_no_type_in_help():
         out = invoke(*command, "--help", env={"COLUMNS": "140"}).stdout
         assert "<bool>" not in out, command
     out = invoke("diagnose", "--help", env={"COLUMNS": "140"}).stdout
-    assert "--probes" in out and "<int>" in out  # options that take a value keep their type
+    assert "--probes" in out and "INTEGER" in out  # options that take a value keep their type
 
 
 def test_quiet_silences_narration_but_not_errors(tmp_path):

@@ -276,3 +276,49 @@ def test_injected_profile_matches_prefix_by_prefix(values: list[str], budget: in
         ref.append(e)
     assert kept == ref
     assert tokens == counter.section_cost(render_profile(ref))
+
+
+# Names the OS refuses: one component longer than NAME_MAX (255 bytes on Linux, macOS) and a
+# whole path longer than PATH_MAX (4096). `Path.exists()` raises on both instead of answering.
+LONG_NAME = "a" * 300
+LONG_PATH = "/".join(["b" * 200] * 25)
+
+
+@pytest.mark.parametrize("name", [LONG_NAME, LONG_PATH], ids=["name", "path"])
+def test_every_path_taking_place_refuses_a_name_too_long(tmp_path: Path, name: str) -> None:
+    long = str(tmp_path / name)
+    checks = tmp_path / "checks.yaml"
+    demo = str(FIXTURES / "demo.jsonl")
+    cases = {
+        "spec transcript": f"transcript: {long}.jsonl\n    expect: [{{kept: x}}]",
+        "spec facts file": f"store: {{facts_file: {long}.json}}\n    expect: [{{fact_key: x}}]",
+        "spec chroma": f"store: {{chroma: {long}}}\n    expect: [{{max_findings: {{stale: 0}}}}]",
+    }
+    for what, body in cases.items():
+        checks.write_text(f"version: 1\ncases:\n  - name: c\n    {body}\n", encoding="utf-8")
+        line = one_error(invoke("check", str(checks)))
+        assert line.startswith(f"memdiag: {checks}:4: "), what
+        assert "file name too long" in line and len(line) < 400, what
+    for args in (
+        ["check", f"{long}.yaml"],
+        ["replay", f"{long}.jsonl"],
+        ["diagnose", demo, "--config", f"{long}.yaml"],
+        ["inspect-store", "--facts-file", f"{long}.json"],
+        ["inspect-store", "--chroma", long],
+        ["replay", demo, "--html", f"{long}.html"],
+        ["replay", demo, "--html", f"{long}/report.html"],
+        ["check", str(FIXTURES / "checks.yaml"), "--junit", f"{long}.xml"],
+        ["convert", demo, "-o", f"{long}.jsonl"],
+    ):
+        line = one_error(invoke(*args))
+        assert "file name too long" in line and len(line) < 400, args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checks.yaml"]  # nothing written
+
+
+def test_a_model_dir_too_long_is_not_found_rather_than_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / LONG_NAME))
+    r = invoke("diagnose", str(FIXTURES / "demo.jsonl"), "--budget", "400", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert "not installed" in json.loads(r.stdout)["diagnoses"][0]["details"]["semantic_search"]

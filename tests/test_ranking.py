@@ -365,3 +365,37 @@ def test_only_the_most_recent_messages_are_embedded(model_dir: Path) -> None:
     for c in r.candidates:
         assert ("semantic" in c.scores) == (c.index not in old)
     assert r.candidates[0].id == "u6"
+
+
+# --- a question states nothing ---------------------------------------------------------------
+
+ASKED = [
+    RawMessage("user", "Hi, I'm Mia. I'm flying to Lisbon on Friday.", id="u1"),
+    RawMessage("assistant", "Great, have a good trip.", id="a1"),
+    RawMessage("user", "Can I pick seats when I check in?", id="u2"),
+    RawMessage("assistant", "Usually, yes: online check-in opens 24 hours before.", id="a2"),
+    RawMessage("user", "Which seat should I pick for the flight?", id="u3"),
+]
+
+
+@pytest.mark.parametrize("semantic", [False, True], ids=["lexical", "semantic"])
+def test_a_question_never_states_the_fact(semantic: bool, request: pytest.FixtureRequest) -> None:
+    """ "Can I pick seats when I check in?" is near "prefers window seats" (cosine 0.57 on a
+    real stack) but asks, so the fact stays never stated; the question is still ranked."""
+    if semantic:
+        request.getfixturevalue("model_dir")
+    t = build(ASKED, path="asked", format="canonical")
+    facts = [("prefers window seats", None), ("Which seat should I pick for the flight", None)]
+    seats, own_words = rank_evidence(t, facts, semantic=semantic, cache=False)
+    assert not seats.stated, seats.reason
+    assert not any(c.passes for c in seats.candidates)
+    assert "u2" in _top(seats, 5) or "u3" in _top(seats, 5)
+    # even the question's own words, exactly: asked, not stated
+    assert not own_words.stated, own_words.reason
+    assert own_words.candidates[0].id == "u3" and "exact" in own_words.candidates[0].scores
+    # a statement after the same question does state it
+    said = [*ASKED, RawMessage("user", "I prefer window seats, by the way.", id="u4")]
+    (r,) = rank_evidence(
+        build(said, path="said", format="canonical"), facts[:1], cache=False, semantic=semantic
+    )
+    assert r.stated and r.candidates[0].id == "u4"

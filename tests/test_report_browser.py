@@ -103,7 +103,17 @@ def test_report_opens_with_every_strategy_side_by_side(reports, opened):
     cols = page.locator(".col").evaluate_all("els => els.map(e => e.dataset.strategy)")
     assert cols == ["sliding_window", "summary", "scratchpad"]
     assert page.locator(".tlrow[data-strategy]").count() == 3
-    assert o.turn() == 10  # a replay opens at the last turn
+    # a replay opens at the first loss (the 400-token window evicts the allergy at turn 6),
+    # not at the last turn where every fact reads as gone with its session
+    report = run(load(DEMO), _settings(budget=400, strategy="all"), [FACT])
+    losses = [
+        int(str(e["turn"]))
+        for res in report.results
+        for f in res.facts
+        for e in f.history
+        if e["event"] == "lost" and e.get("mechanism") != "session_end"
+    ]
+    assert o.turn() == min(losses) == 6
     # the sections of each column, in window order
     order = o.col("summary").locator(".sec h4 span:first-child").all_inner_texts()
     assert order == ["system", "pinned scratchpad", "summary", "memories", "messages"]
@@ -345,3 +355,57 @@ def test_check_report_lists_cases_and_links_expectations_to_turns(tmp_path, brow
     assert "u1" in col.locator(".left-rows .row[data-left='evicted'] .id").all_inner_texts()
     assert log.requests == [] and log.errors == [] and log.dialogs == [], log
     page.close()
+
+
+def test_replay_report_shows_failures_lane_and_fact_survival(tmp_path, opened):
+    path = tmp_path / "replay.html"
+    cli("replay", str(DEMO), "--strategy", "all", "--budget", "400", "--html", str(path))
+    o = opened(path)
+    page = o.page
+    # the transcript's own failures (`forgot` markers) on a lane of their own
+    marks = page.locator(".tlrow[data-row='failures'] .mk.fail")
+    assert marks.evaluate_all("els => els.map(e => e.dataset.failure)") == ["a8", "a9"]
+    assert [int(x) for x in marks.evaluate_all("els => els.map(e => e.dataset.turn)")] == [8, 9]
+    # the answer: each tracked fact's fate per strategy, in words; a loss links to its turn
+    table = page.locator("#survival")
+    text = table.inner_text()
+    assert "prefers window seats" in text  # the second marker's fact is tracked
+    assert "session_end" not in text and "kept to session end (turn 8)" in text
+    cell = table.locator("td[data-strategy='sliding_window'].link").first
+    assert cell.inner_text() == "evicted at turn 6"
+    page.keyboard.press("End")
+    o.settle()
+    cell.click()
+    o.settle()
+    assert o.turn() == 6
+    # n/p step through the failures too
+    page.keyboard.press("n")
+    o.settle()
+    assert o.turn() == 8
+
+
+def test_diagnose_cards_are_words_that_stay_inside_them(tmp_path, opened):
+    path = tmp_path / "diagnose.html"
+    cli("diagnose", str(DEMO), "--budget", "400", "--html", str(path))
+    for width in (1400, 700):
+        o = opened(path)
+        o.page.set_viewport_size({"width": width, "height": 900})
+        o.settle()
+        cards = o.page.locator(".card")
+        assert cards.count() == 2
+        text = o.page.locator("#cards").inner_text()
+        for raw in ("semantic_search", "window_tokens", "stores_checked", "found=", "_", "=None"):
+            assert raw not in text.replace("short_term_dropped", "").replace(
+                "long_term_not_written", ""
+            ).replace("sliding_window", ""), raw
+        assert "at turn 6: evicted by sliding_window" in text
+        outside = o.page.evaluate(
+            """() => Array.from(document.querySelectorAll('.card')).flatMap(c => {
+              const r = c.getBoundingClientRect();
+              return Array.from(c.querySelectorAll('*'))
+                .filter(e => e.getBoundingClientRect().right > r.right + 1)
+                .map(e => e.tagName + ': ' + e.textContent.slice(0, 40)) })"""
+        )
+        assert outside == []
+        # the evidence id links to its message
+        assert o.page.locator(".card[data-card='0'] .grid code[data-i]").first.inner_text() == "u1"

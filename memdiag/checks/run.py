@@ -317,6 +317,15 @@ def _run_indexed(args: tuple[Case, str]) -> CaseResult:
     return run_case(*args)
 
 
+def _run_in_worker(args: tuple[Case, str]) -> tuple[CaseResult, list[str]]:
+    """A case in a worker process, and where it looked for the embedding model in vain (the
+    parent names a missing model once, as a serial run does)."""
+    from memdiag.stores.embeddings import take_model_misses
+
+    result = run_case(*args)
+    return result, take_model_misses()
+
+
 def _worker_context(spec: CheckSpec) -> BaseContext:
     """How to start workers: fork a warmed-up parent where that is safe, else spawn.
 
@@ -406,8 +415,12 @@ def run_checks(
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             # map() yields in submission order and re-raises a case's error at its position, so
             # the first error reported is the one a serial run would have stopped at.
-            for result in pool.map(_run_indexed, work, chunksize=chunk):
+            from memdiag.stores.embeddings import note_model_miss
+
+            for result, misses in pool.map(_run_in_worker, work, chunksize=chunk):
                 results.append(result)
+                for tried in misses:
+                    note_model_miss(tried)
                 if progress is not None:
                     progress(len(results))
     passed = sum(1 for r in results if r.passed)

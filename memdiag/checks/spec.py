@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from memdiag.config import (
     SummarySettings,
 )
 from memdiag.diagnosis.verdicts import LAYERS, VERDICTS
-from memdiag.errors import InputError, UsageError
+from memdiag.errors import InputError, UsageError, clip
 from memdiag.stores.audit import KINDS as FINDING_KINDS
 from memdiag.stores.facts_file import scalar_text
 from memdiag.strategies import validate_settings
@@ -134,6 +135,19 @@ class CheckSpec:
 # --- parsing --------------------------------------------------------------------------------
 
 
+def path_stat_at(
+    p: Path, error: Callable[[str, int | None], InputError], what: str, line: int | None
+) -> os.stat_result | None:
+    """The stat of a path the spec names (None: nothing there); a name the OS refuses (longer
+    than it allows, a loop) is the spec's error at that line, not an internal one."""
+    from memdiag.fileio import path_stat
+
+    try:
+        return path_stat(p)
+    except InputError as e:
+        raise error(f"{what}: {e.message} ({clip(p, 120)})", line) from None
+
+
 class _Parser:
     """Turns the YAML of one spec file into a CheckSpec; every error names file and line."""
 
@@ -170,7 +184,7 @@ class _Parser:
         p = Path(text).expanduser()
         if not p.is_absolute():
             p = self.root / p
-        if must_exist and not p.exists():
+        if must_exist and path_stat_at(p, self.error, what, line) is None:
             raise self.error(
                 f"{what}: no such file {text!r} (paths are relative to the spec file)", line
             )
@@ -436,3 +450,21 @@ def load_spec(path: str | Path, base: Settings | None = None) -> CheckSpec:
     """Read and validate a check spec; ``base`` holds the config-file settings cases start from."""
     p = Path(path)
     return _Parser(p, base or Settings()).parse(load_yaml(p))
+
+
+DEFAULT_SPEC = "memdiag-checks.yaml"
+
+
+def default_spec(start: str | Path | None = None) -> Path:
+    """``memdiag-checks.yaml`` in ``start`` (default: the current directory) or the nearest
+    parent holding one: what `memdiag check` runs when no spec is named."""
+    from memdiag.config import find_upward
+
+    found = find_upward(DEFAULT_SPEC, start)
+    if found is None:
+        here = Path(start if start is not None else Path.cwd()).absolute()
+        raise UsageError(
+            f"no check spec given and no {DEFAULT_SPEC} in {clip(here, 200)} or its parents; "
+            "name one: memdiag check SPEC.yaml (docs/ci.md)"
+        )
+    return found

@@ -32,6 +32,7 @@ from memdiag.cli.options import (
     settings_from,
 )
 from memdiag.cli.runtime import (
+    download_progress,
     errors,
     fail_on_choices,
     html_target,
@@ -106,8 +107,12 @@ def replay(
     window: WindowFlags = WindowFlags(),
     facts_file: FactsFileOpt = None,
     show: Annotated[
-        str, typer.Option(help="Turns to list: changes (default), all, none.")
-    ] = "changes",
+        str | None,
+        typer.Option(
+            help="Turns to list: changes, all, none. Default: changes for one strategy; for "
+            "several (--strategy all), none: the fact survival and each strategy's totals."
+        ),
+    ] = None,
     html: HtmlOpt = None,
     output: FormatOpt = OutputFormat.table,
     config: ConfigOpt = None,
@@ -125,7 +130,7 @@ def replay(
         from memdiag.replay import run, strategy_names
         from memdiag.stores.open import profile_memory
 
-        if show not in ("changes", "all", "none"):
+        if show not in (None, "changes", "all", "none"):
             raise UsageError(f"--show must be changes, all or none, not {show!r}")
         settings = settings_from(
             config,
@@ -150,6 +155,8 @@ def replay(
         with progress("replaying", min_total=2000) as tick:
             advance = strategies_progress(tick, per_strategy, n) if tick is not None else None
             report = run(t, settings, fact or (), progress=advance, memory=memory, observe=recorder)
+        if show is None:  # the answer first; the turns of several strategies on request
+            show = "changes" if len(report.results) == 1 else "none"
         output.to_renderer().replay(report, show)
         if html is not None:
             from memdiag.render.report.build import replay_document
@@ -216,9 +223,16 @@ def diagnose(
         from memdiag.diagnosis import LAYERS, failures_from, failures_from_probes
         from memdiag.diagnosis import diagnose as run_diagnose
         from memdiag.errors import UsageError
+        from memdiag.replay import ReplayContext
         from memdiag.stores.open import LongTermStores
 
         layers = fail_on_choices(fail_on, LAYERS, "layer")
+        if window.strategy == "all":
+            raise UsageError(
+                "--strategy all: diagnose judges under one strategy, and the what-if of each "
+                "diagnosis already says which strategy keeps the fact; choose sliding_window, "
+                "summary, scratchpad or observed (replay --strategy all shows them side by side)"
+            )
         settings = settings_from(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
@@ -231,7 +245,11 @@ def diagnose(
                 )
             failures, left_out = failures_from_probes(t, str(transcript))
             if left_out:
-                stderr().print(f"{left_out} QA item(s) without an answer (adversarial) left out")
+                from memdiag.render.words import plural
+
+                stderr().print(
+                    f"{plural(left_out, 'QA item')} without an answer (adversarial) left out"
+                )
         else:
             failures = failures_from(t, fact or (), at)
         with (
@@ -240,8 +258,16 @@ def diagnose(
         ):
             # a trace's own windows are the truth unless a simulated strategy is asked for
             observed = window.strategy in (None, "observed")
+            kept: list[ReplayContext] = []  # the diagnosis's replay context, for --html
             diagnoses = run_diagnose(
-                t, settings, failures, opened, progress=tick, observed=observed, cache=not no_cache
+                t,
+                settings,
+                failures,
+                opened,
+                progress=tick,
+                observed=observed,
+                cache=not no_cache,
+                keep=kept if html is not None else None,
             )
             store_problems(opened.chroma)
         if layers and any(d.layer in layers for d in diagnoses):
@@ -249,10 +275,14 @@ def diagnose(
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
             from memdiag.render.report.build import diagnose_document
+            from memdiag.render.words import diagnosis_lines, lines_to_dicts
             from memdiag.stores.open import profile_memory
 
             dicts = [d.to_dict() for d in diagnoses]
-            write_html(html, diagnose_document(t, settings, dicts, profile_memory(settings)))
+            lines = [lines_to_dicts(diagnosis_lines(d)) for d in diagnoses]
+            memory = profile_memory(settings)
+            context = kept[0] if kept else None
+            write_html(html, diagnose_document(t, settings, dicts, memory, lines, context))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)
@@ -362,8 +392,11 @@ def convert(
             return
         with atomic_write(out) as fp:  # never leave a half-written file behind
             write_canonical(t, fp)
+        from memdiag.render.words import plural
+
         stderr().print(
-            f"wrote {len(t.messages)} messages in {len(t.sessions)} session(s) to {out}",
+            f"wrote {plural(len(t.messages), 'message')} in {plural(len(t.sessions), 'session')} "
+            f"to {out}",
             markup=False,
         )
 
@@ -372,25 +405,35 @@ def convert(
     cls=MemdiagCommand,
     epilog=(
         "Examples:\n\n"
-        "  memdiag check memdiag-checks.yaml\n\n"
+        "  memdiag check   (memdiag-checks.yaml here or in a parent folder)\n\n"
         "  memdiag check memdiag-checks.yaml --junit report.xml --jobs 4\n\n"
         "  memdiag check memdiag-checks.yaml --html report.html   (timeline of every case)\n\n"
         "  memdiag check memdiag-checks.yaml --format json > check.json\n\n"
         "Spec (paths are relative to the spec file):\n\n"
-        "  version: 1\n\n"
-        "  defaults: {model: gpt-4o, strategy: {name: sliding_window, budget: 2000}}\n\n"
-        "  cases:\n\n"
-        "    - name: allergy stays pinned\n\n"
-        "      transcript: chat.jsonl\n\n"
-        "      strategy: {name: scratchpad, budget: 800}\n\n"
-        "      expect: [{kept: allergic to peanuts, at_turn: 40}]\n\n"
+        "\b\n"  # click: keep these lines as they are (YAML: the indentation is the structure)
+        "  version: 1\n"
+        "  defaults:\n"
+        "    model: gpt-4o\n"
+        "    strategy: {name: sliding_window, budget: 2000}\n"
+        "  cases:\n"
+        "    - name: allergy stays pinned\n"
+        "      transcript: chat.jsonl\n"
+        "      strategy: {name: scratchpad, budget: 800}\n"
+        "      expect:\n"
+        "        - kept: allergic to peanuts\n"
+        "          at_turn: 40\n\n"
         "Expectations: kept / lost (at_turn, kept_by), verdict / in_layer (fact, at_turn; default "
         "every `forgot` marker), fact_key (equals), max_findings {kind: n}. With "
         "GITHUB_ACTIONS=true each failure is also printed as a ::error annotation."
     ),
 )
 def check(
-    spec: Annotated[Path, typer.Argument(help="Check spec (YAML), e.g. memdiag-checks.yaml.")],
+    spec: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Check spec (YAML); default: memdiag-checks.yaml here or in a parent folder."
+        ),
+    ] = None,
     output: FormatOpt = OutputFormat.table,
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write a JUnit XML report here.")
@@ -414,6 +457,10 @@ def check(
 
         html_target(html)
         output_target(junit)
+        if spec is None:
+            from memdiag.checks.spec import default_spec
+
+            spec = default_spec()
         base = settings_from(config)
         with progress("checking", min_total=2) as tick:
             report = run_checks(spec, base, jobs, tick)
@@ -438,6 +485,73 @@ def check(
             out.flush()
         code = 0 if report.ok else 1
     raise typer.Exit(code)
+
+
+@app.command(
+    "fetch-model",
+    cls=MemdiagCommand,
+    epilog=(
+        "Examples:\n\n"
+        "  memdiag fetch-model   (into ~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx/)\n\n"
+        "  memdiag fetch-model --dir models/minilm && "
+        "export MEMDIAG_ONNX_MODEL_DIR=models/minilm\n\n"
+        "  memdiag fetch-model --force   (download and replace a copy you doubt)\n\n"
+        "The only command that uses the network, and only when you run it. Offline: copy the "
+        "onnx/ folder from a machine that has it and set MEMDIAG_ONNX_MODEL_DIR to the folder "
+        "holding it."
+    ),
+)
+def fetch_model(
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="Install here (a folder that will hold onnx/); default: Chroma's cache.",
+        ),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            help="Download from this mirror of the same archive (env MEMDIAG_MODEL_URL); the "
+            "SHA256 is still chromadb's.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Download even if the model is already there.")
+    ] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Download Chroma's default embedding model (ONNX all-MiniLM-L6-v2).
+
+    The archive, URL and SHA256 chromadb itself uses, unpacked into Chroma's cache, where
+    chromadb and memdiag both find it. It gives evidence ranking its semantic ranker and lets
+    diagnose/check/inspect-store check retrieval from Chroma stores. Prints the model folder.
+    """
+    with errors():
+        quiet_mode(quiet)
+        from memdiag.stores.model_fetch import default_url
+        from memdiag.stores.model_fetch import fetch_model as fetch
+
+        err = stderr()
+        source = url or default_url()
+        with download_progress(f"all-MiniLM-L6-v2 from {source}") as tick:
+            result = fetch(target, url=url, force=force, progress=tick)
+        if result.downloaded:
+            err.print(
+                f"installed all-MiniLM-L6-v2 ({result.size} bytes, SHA256 verified) "
+                f"into {result.model_dir / 'onnx'}",
+                markup=False,
+            )
+        else:
+            err.print(
+                f"all-MiniLM-L6-v2 is already in {result.model_dir / 'onnx'} (--force "
+                "downloads it again)",
+                markup=False,
+            )
+        where = result.model_dir.absolute()
+        if target is not None:
+            err.print(f"use it with: export MEMDIAG_ONNX_MODEL_DIR={where}", markup=False)
+        typer.echo(str(where))
 
 
 def main() -> None:

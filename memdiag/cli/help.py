@@ -66,12 +66,28 @@ def print_help(command: Any, ctx: Any) -> None:
             table.add_row(c.name, Text(text.replace("\n", " "), overflow="fold"))
         console.print(_panel("Commands", table))
     if command.epilog:
-        # "Examples:" then one command line each (blank lines between them in the source)
-        head, *lines = [p.strip() for p in command.epilog.split("\n\n") if p.strip()]
-        body = Text(head)
-        for line in lines:
-            body.append("\n  " + line)
-        console.print(Padding(body, 1))
+        _epilog(console, command.epilog)
+
+
+def _epilog(console: Console, epilog: str) -> None:
+    """Examples and other text after the options. Paragraphs (blank lines between them in the
+    source) that start with a space are commands or YAML, and a ``\\b`` paragraph (click's
+    "do not rewrap") a block of such lines: printed as written, never wrapped, so that they
+    paste; the others are prose, wrapped."""
+    console.print()
+    first = True
+    for para in epilog.split("\n\n"):
+        if not para.strip():
+            continue
+        if para.startswith("\b") or para.startswith(" "):
+            for line in para.removeprefix("\b").strip("\n").splitlines():
+                console.print(Text(" " + line.rstrip()), soft_wrap=True)
+        else:
+            if not first:
+                console.print()
+            console.print(Padding(Text(" ".join(para.split())), (0, 1)))
+        first = False
+    console.print()
 
 
 def _table() -> Table:

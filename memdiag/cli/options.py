@@ -32,7 +32,12 @@ TranscriptArg = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="YAML config (default: ./memdiag.yaml if present)."),
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config: a YAML file or a pyproject.toml with [tool.memdiag] (default: the "
+        "nearest memdiag.yaml or pyproject.toml [tool.memdiag] here or in a parent folder).",
+    ),
 ]
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
@@ -57,7 +62,8 @@ StrategyOpt = Annotated[
         "--strategy",
         "-s",
         help="sliding_window, summary, scratchpad, observed (the windows a trace recorded), "
-        "or all (side by side; observed included when the trace recorded windows).",
+        "or all (replay only: side by side; observed included when the trace recorded "
+        "windows).",
     ),
 ]
 MaxTurnsOpt = Annotated[
@@ -275,7 +281,7 @@ def option_groups(fn: F) -> F:
 
 
 def settings_from(config: Path | None, *groups: dict[str, Any], **flags: Any) -> Settings:
-    """The config file's settings (./memdiag.yaml by default) with the flags given on top."""
+    """The config file's settings (found here or in a parent by default) with the flags on top."""
     from memdiag.config import load_settings
     from memdiag.strategies import validate_settings
 

@@ -39,7 +39,9 @@ def errors() -> Iterator[None]:
     """Map expected failures to one line and an exit code; unexpected ones to exit 3."""
     try:
         yield
+        notes()
     except (typer.Exit, typer.Abort, SystemExit):
+        notes()
         raise
     except MemdiagError as exc:
         _fail(str(exc), exc.exit_code)
@@ -63,6 +65,14 @@ def errors() -> Iterator[None]:
             f"(traceback: {path}; --debug shows it)",
             3,
         )
+
+
+def notes() -> None:
+    """What a whole run should hear once, not per finding: the embedding model was missing."""
+    from memdiag.stores.embeddings import missing_model_note, take_model_misses
+
+    for tried in take_model_misses():
+        stderr().print(f"note: {missing_model_note(tried)}", markup=False)
 
 
 def stderr(errors: bool = False) -> Console:
@@ -107,6 +117,39 @@ def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] 
         yield tick
 
 
+@contextmanager
+def download_progress(label: str) -> Iterator[Callable[[int, int | None], None]]:
+    """A (bytes, total) download bar on stderr when it is a terminal; otherwise one line at the
+    start, so a CI log still says what is being fetched."""
+    if run_state["quiet"] or not sys.stderr.isatty():
+        stderr().print(f"downloading {label}", markup=False)
+        yield lambda _done, _total: None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=stderr(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"downloading {label}", total=None)
+
+        def tick(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield tick
+
+
 def store_problems(store: ChromaStore | None) -> None:
     """One warning line per collection with records memdiag could not read (read the rest)."""
     if store is None:
@@ -135,7 +178,9 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
     for w in transcript.warnings[:20]:  # they quote the input: literal text, clipped
         err.print(f"[yellow]warning:[/] {literal(clip(w, 300))}", highlight=False)
     if transcript.skipped:
-        err.print(f"[yellow]skipped {transcript.skipped} invalid line(s)[/]")
+        from memdiag.render.words import plural
+
+        err.print(f"[yellow]skipped {plural(transcript.skipped, 'invalid line')}[/]")
     return transcript
 
 

@@ -8,18 +8,28 @@ from typing import Any
 
 def flags_without_a_type() -> None:
     """Typer's help prints `<bool>` after on/off flags, as if they took a value: they take none,
-    so show nothing there (options that take a value keep their type)."""
-    from typer.core import TyperOption
+    so show nothing there; options that take a value show it in click's words (TEXT, INTEGER,
+    PATH, [table|json|jsonl]) rather than typer's `<str>`, `<list[str]>` (memdiag.cli.usage)."""
+    from typer.core import TyperArgument, TyperOption
+
+    from memdiag.cli.usage import metavar
 
     shown = getattr(TyperOption, "display_type_rich", None)
     if shown is None or getattr(shown, "memdiag_flags", False):
         return
 
     def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag and not self.count else shown(self, ctx)
+        return None if self.is_flag and not self.count else metavar(shown(self, ctx))
 
     display_type_rich.memdiag_flags = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    argument = getattr(TyperArgument, "display_type_rich", None)
+    if argument is not None:
+
+        def argument_type(self: TyperArgument, ctx: Any) -> str | None:
+            return metavar(argument(self, ctx))
+
+        TyperArgument.display_type_rich = argument_type  # type: ignore[method-assign,assignment]
 
 
 def strategies_progress(

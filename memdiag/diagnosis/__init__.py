@@ -118,6 +118,7 @@ def diagnose(
     observed: bool = True,
     *,
     cache: bool = True,
+    keep: list[ReplayContext] | None = None,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
     all of them.
@@ -125,10 +126,13 @@ def diagnose(
     ``progress(done, total)`` is called after each failure. With ``observed`` (the default), a
     transcript that recorded its requests (SPEC §2b) is judged from them, and the simulated
     strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
-    user cache dir.
+    user cache dir. ``keep``: the run's replay context is appended to it (the --html report
+    replays from it instead of counting the transcript again).
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
+    if keep is not None:
+        keep.append(rctx)
     simulated = settings.strategy not in ("all", "observed")
     strategy = settings.strategy if simulated else "sliding_window"
     observed = observed and bool(transcript.windows)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memdiag.diagnosis.verdicts import Failure
-from memdiag.facts import Evidence, find_evidence
+from memdiag.facts import Evidence, find_evidence, match
 from memdiag.ranking import Candidate, Ranking, evidence_index
 from memdiag.replay import EVIDENCE_ROLES, ReplayContext
+from memdiag.text import mask_non_statements
 
 TOP = 5  # candidates reported per fact
 
@@ -57,11 +58,10 @@ def rank_failures(
             index.cache.close()
     s = index.stats
     if index.embedder is not None:
-        note = (
-            f"{s.sentences} sentences of every speaker compared "
-            f"({s.embedded} embedded, {s.sentences - s.embedded} from the cache)"
-            if index.cache is not None
-            else f"{s.sentences} sentences of every speaker compared (cache off)"
+        # how many came from the embedding cache is left out: it differs between two runs of
+        # the same command, and JSON output does not (docs/reference.md#json-output)
+        note = f"{s.sentences} sentences of every speaker compared" + (
+            "" if index.cache is not None else " (cache off)"
         )
         if s.dense_from:
             note += f"; the {s.dense_from} oldest messages by their words only"
@@ -91,7 +91,9 @@ def search_evidence(
     # the fact's own words, nearly all of them, in one message: these place the fact first
     # (as before ranking existed); the ranking's calibrated candidates only when there are none
     matched = find_evidence(failure.fact, t.messages, before=user_index + 1, roles=EVIDENCE_ROLES)
-    matched = [e for e in matched if not t.messages[e.index].forgot]
+    matched = [
+        e for e in matched if not t.messages[e.index].forgot and _states(failure.fact, e.text)
+    ]
     ranked = [_evidence(c) for c in ranking.candidates]
     if matched:
         strong = {e.index for e in matched}
@@ -108,6 +110,13 @@ def search_evidence(
     known = rctx.evidence_of(failure.fact)
     rctx.remember_evidence(failure.fact, [*known, *(e.index for e in decisive)])
     return EvidenceSearch(found, decisive, note, reason)
+
+
+def _states(fact: str, text: str) -> bool:
+    """Whether ``text`` still matches ``fact`` once what states nothing is blanked: a question
+    ("Am I allergic to peanuts?") holds the fact's words but does not state it."""
+    masked = mask_non_statements(text)
+    return masked == text or match(fact, masked) is not None
 
 
 def _evidence(c: Candidate) -> Evidence:

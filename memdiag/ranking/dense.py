@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memdiag.ranking.cache import EmbeddingCache
-from memdiag.text import has_cjk, split_sentences
+from memdiag.text import has_cjk, split_sentences, states_something
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,6 +81,16 @@ def units(contents: Iterable[str], strip: Callable[[str], str] = str) -> Iterato
                 yield pos, strip(s[:MAX_CHARS])
 
 
+def _judged_units(
+    contents: Iterable[str], strip: Callable[[str], str], judge: bool
+) -> Iterator[tuple[int, str, bool]]:
+    """``units`` with whether each sentence states something (always True unless ``judge``)."""
+    for pos, content in enumerate(contents):
+        for s in split_sentences(content):
+            if not has_cjk(s):
+                yield pos, strip(s[:MAX_CHARS]), (not judge) or states_something(s)
+
+
 def _unit_vectors(m: np.ndarray) -> np.ndarray:
     import numpy as np
 
@@ -117,12 +127,17 @@ def dense_scores(
     cache: EmbeddingCache | None = None,
     batch: int = BATCH,
     names: Iterable[str] = (),
+    stated: np.ndarray | None = None,
 ) -> tuple[np.ndarray, DenseStats]:
     """Best sentence cosine of each fact with each message: a facts × messages matrix.
 
     Each distinct sentence is embedded once, batch by batch; a sentence said more than once
     ("Thanks!") keeps its column of cosines, not its vector. Facts with CJK text get a row of
     -1 (no dense evidence), as do messages with no non-CJK sentence.
+
+    ``stated``, a facts × messages matrix of -1 when given, receives the best cosine over the
+    sentences that state something: a question ("Can I pick seats when I check in?") may rank
+    a message, but it states no fact (``memdiag.text.states_something``).
     """
     import numpy as np
 
@@ -140,32 +155,38 @@ def dense_scores(
     stats.sentences = len(counts)
     kept: dict[str, np.ndarray] = {}  # cosines of sentences said more than once
     rows = out[english] if len(english) < len(facts) else out
-    pending: list[tuple[int, str]] = []
+    said = stated if stated is None or len(english) == len(facts) else stated[english]
+    pending: list[tuple[int, str, bool]] = []
 
-    def take(pos: int, col: np.ndarray) -> None:
+    def take(pos: int, col: np.ndarray, states: bool) -> None:
         np.maximum(rows[:, pos], col, out=rows[:, pos])
+        if said is not None and states:
+            np.maximum(said[:, pos], col, out=said[:, pos])
 
     def flush() -> None:
-        texts = list(dict.fromkeys(s for _, s in pending if s not in kept))
+        texts = list(dict.fromkeys(s for _, s, _ in pending if s not in kept))
         sims = fact_vecs @ embed_cached(texts, embedder, cache, stats).T if texts else None
         col_of = {t: k for k, t in enumerate(texts)}
-        for pos, s in pending:
+        for pos, s, states in pending:
             if s in kept:
-                take(pos, kept[s])
+                take(pos, kept[s], states)
                 continue
             assert sims is not None
             col = sims[:, col_of[s]]
             if counts[s] > 1:
                 kept[s] = col.copy()
-            take(pos, col)
+            take(pos, col, states)
         pending.clear()
 
-    for pos, s in units(contents, strip):
-        pending.append((pos, s))
+    for unit in _judged_units(contents, strip, stated is not None):
+        pending.append(unit)
         if len(pending) >= batch:
             flush()
     if pending:
         flush()
     if rows is not out:
         out[english] = rows
+    if said is not None and said is not stated:
+        assert stated is not None
+        stated[english] = said
     return out, stats

@@ -84,9 +84,9 @@ class MiniLM:
 
 def local_minilm() -> tuple[MiniLM | None, str]:
     """The local model (``$MEMDIAG_ONNX_MODEL_DIR`` or Chroma's cache), or (None, why)."""
-    from memdiag.stores.embeddings import find_model_dir
+    from memdiag.stores.embeddings import find_model_dir, home_relative
 
     model_dir, reason = find_model_dir()
     if model_dir is None:
         return None, reason
-    return MiniLM(model_dir), f"ONNX {MODEL_NAME} from {model_dir}"
+    return MiniLM(model_dir), f"ONNX {MODEL_NAME} from {home_relative(model_dir)}"

@@ -31,7 +31,7 @@ from memdiag.ranking.temporal import (
     temporal_score,
     text_intervals,
 )
-from memdiag.text import normalize
+from memdiag.text import mask_non_statements, normalize
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -148,6 +148,7 @@ class EvidenceIndex:
         """
         p = self.params
         dense: np.ndarray | None = None
+        said: np.ndarray | None = None  # the same cosines over sentences that state something
         limits = [
             len(self.messages) if before is None else _count_before(self.messages, before)
             for _, before in queries
@@ -161,25 +162,37 @@ class EvidenceIndex:
             # would otherwise take minutes; older ones are found by the lexical ranker alone
             end = max(limits)
             start = max(0, end - p.dense_max_messages)
+            said_part = np.full((len(queries), end - start), -1.0, dtype=np.float32)
             part, dstats = dense_scores(
                 [f for f, _ in queries],
                 [m.content for m in self.messages[start:end]],
                 self.embedder,
                 self.cache,
                 names=self.names if p.strip_names else (),
+                stated=said_part,
             )
             dense = np.full((len(queries), len(self.messages)), -1.0, dtype=np.float32)
             dense[:, start:end] = part
+            said = np.full((len(queries), len(self.messages)), -1.0, dtype=np.float32)
+            said[:, start:end] = said_part
             self.stats.sentences = dstats.sentences
             self.stats.embedded = dstats.embedded
             self.stats.dense_from = start
         out = []
         for qi, (fact, limit) in enumerate(zip((f for f, _ in queries), limits, strict=True)):
             row = dense[qi, :limit] if dense is not None else None
-            out.append(self._rank_one(fact, limit, row, max(top, p.judged)))
+            said_row = said[qi, :limit] if said is not None else None
+            out.append(self._rank_one(fact, limit, row, max(top, p.judged), said_row))
         return [replace(r, candidates=r.candidates[:top]) for r in out]
 
-    def _rank_one(self, fact: str, limit: int, row: np.ndarray | None, top: int) -> Ranking:
+    def _rank_one(
+        self,
+        fact: str,
+        limit: int,
+        row: np.ndarray | None,
+        top: int,
+        said: np.ndarray | None = None,
+    ) -> Ranking:
         p = self.params
         contrib: dict[int, dict[str, float]] = {}  # position → ranker → share of the fused score
         scores: dict[int, dict[str, float]] = {}
@@ -249,11 +262,44 @@ class EvidenceIndex:
                     s.setdefault("semantic", round(float(row[pos]), 3))
         fused = {pos: sum(c.values()) for pos, c in contrib.items()}
         order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
+        judged = {
+            pos: self._statement_scores(pos, fact, scores[pos], said if semantic else None)
+            for pos in order
+        }
         cands = tuple(
-            self._candidate(pos, fused[pos], contrib[pos], scores[pos], semantic) for pos in order
+            self._candidate(pos, fused[pos], contrib[pos], scores[pos], judged[pos], semantic)
+            for pos in order
         )
-        stated, reason = self._judge(cands[: p.judged], semantic)
+        stated, reason = self._judge([judged[pos] for pos in order[: p.judged]], semantic)
         return Ranking(fact, cands, stated, reason, limit, semantic)
+
+    def _statement_scores(
+        self, pos: int, fact: str, s: Mapping[str, float], said: np.ndarray | None
+    ) -> Mapping[str, float]:
+        """The scores that decide whether a message states the fact: those of what it states.
+
+        A question, a hypothetical or a quote of someone else states nothing
+        (``memdiag.text.mask_non_statements``): "Which seat should I pick?" shares the fact's
+        words and meaning but says nothing about the user's seats. So the exact and lexical
+        scores are recounted on the message with those parts blanked, and the semantic score is
+        the best cosine of its sentences that state something.
+        """
+        content = self.messages[pos].content
+        masked = mask_non_statements(content)
+        out = dict(s)
+        if said is not None and "semantic" in out:
+            out["semantic"] = round(float(said[pos]), 3)
+        if masked == content:
+            return out
+        if "exact" in out and normalize(fact) not in normalize(masked):
+            del out["exact"]
+        if "lexical" in out:
+            wanted = list(dict.fromkeys(terms(fact)))
+            total = sum(self.lexical.idf(t) for t in wanted)
+            have = set(terms(masked))
+            covered = sum(self.lexical.idf(t) for t in wanted if t in have)
+            out["lexical"] = round(covered / total, 3) if total else 0.0
+        return out
 
     def _add_dense(
         self,
@@ -302,16 +348,17 @@ class EvidenceIndex:
             return f"lexical {lexical:.2f} ≥ {p.lexical_only_threshold} (no semantic ranker)"
         return None
 
-    def _judge(self, cands: Sequence[Candidate], semantic: bool) -> tuple[bool, str]:
-        """Stated or not, from the top candidates' scores and the calibrated thresholds."""
+    def _judge(self, cands: Sequence[Mapping[str, float]], semantic: bool) -> tuple[bool, str]:
+        """Stated or not, from the top candidates' statement scores (``_statement_scores``) and
+        the calibrated thresholds."""
         p = self.params
         for c in cands:
-            why = self._passes(c.scores, semantic)
+            why = self._passes(c, semantic)
             if why:
                 return True, why
-        lexical = max((c.scores.get("lexical", 0.0) for c in cands), default=0.0)
+        lexical = max((c.get("lexical", 0.0) for c in cands), default=0.0)
         if semantic:
-            cosine = max((c.scores.get("semantic", 0.0) for c in cands), default=0.0)
+            cosine = max((c.get("semantic", 0.0) for c in cands), default=0.0)
             return False, (
                 f"best lexical {lexical:.2f} < {p.lexical_threshold} and best semantic "
                 f"{max(cosine, 0.0):.2f} < {p.semantic_threshold}"
@@ -327,12 +374,13 @@ class EvidenceIndex:
         fused: float,
         contrib: Mapping[str, float],
         s: dict[str, float],
+        judged: Mapping[str, float],
         semantic: bool,
     ) -> Candidate:
         m = self.messages[pos]
         shown = {k: v for k, v in contrib.items() if k in METHODS}
         method = max(shown, key=lambda k: shown[k]) if shown else "lexical"
-        passes = self._passes(s, semantic) is not None
+        passes = self._passes(judged, semantic) is not None
         return Candidate(
             m.index, m.id, m.turn, m.session, m.content, round(fused, 4), method, dict(s), passes
         )

@@ -11,14 +11,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memdiag.render.common import gaps_text, plain
+from memdiag.render.common import gaps_text
 from memdiag.render.literal import LiteralConsole
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 if TYPE_CHECKING:
     from memdiag.checks import CheckReport
-    from memdiag.diagnosis.verdicts import Details, Diagnosis
-    from memdiag.stores.audit import AuditReport
+    from memdiag.diagnosis.verdicts import Diagnosis
 
 CHANGES_SHOWN = 20  # turns with changes listed at each end of a long replay
 
@@ -111,28 +110,54 @@ def interesting(r: TurnRecord) -> bool:
 
 
 def fact_cell(f: FactSurvival) -> Text:
+    """A fact's fate under one strategy, in words. A `session_end` loss is no eviction: the
+    fact was kept to the last turn of its session (a new session starts with a new window)."""
     if f.kept_by == "memories":
         return Text("kept (memories)", style="green")
     if f.stated_at_turn is None:
         return Text("never stated", style="dim")
     if f.lost_at_turn is None:
-        cell = Text(f"kept ({f.kept_by})", style="green")
+        held = {"verbatim": "kept verbatim", "summary": "kept in the summary"}
+        cell = Text(held.get(f.kept_by or "", f"kept ({f.kept_by})"), style="green")
         gaps = gaps_text(f)
         if gaps:
             cell.append(f", lost {gaps}", style="yellow")
         return cell
-    return Text(f"lost at turn {f.lost_at_turn} ({f.mechanism})", style="red")
+    if f.mechanism == "session_end":
+        return Text(f"kept to session end (turn {f.lost_at_turn - 1})", style="green")
+    how = {"summarized_away": "summarized away", "unpinned": "unpinned"}
+    return Text(
+        f"{how.get(f.mechanism or '', f.mechanism or 'lost')} at turn {f.lost_at_turn}", style="red"
+    )
 
 
 def render_replay(console: Console, report: ReplayReport, show: str = "changes") -> None:
+    """The answer first: which strategy kept each tracked fact; then each strategy's totals;
+    the turns where the window changed only on request (``--show changes|all``)."""
     t = report.transcript
     head = Text()
     head.append(f"{t.path}", style="bold")
+    budget = f"budget {report.budget} tokens"
+    if report.budget_recorded:
+        budget += " (the largest request the trace recorded; --budget to change)"
     head.append(
-        f"  {len(t.messages)} messages, {len(t.turns)} turns, {len(t.sessions)} session(s)"
-        f"  encoding {report.encoding}  budget {report.budget} tokens"
+        f"  {_count(len(t.messages), 'message')}, {_count(len(t.turns), 'turn')}, "
+        f"{_count(len(t.sessions), 'session')}; encoding {report.encoding}; {budget}"
     )
     console.print(head)
+    render_survival(console, report)
+    if show == "none":
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column()
+        for res in report.results:
+            grid.add_row(res.name, _totals(res) + _calls_note(res))
+        console.print(grid)
+        console.print(
+            "turn by turn: --show changes (turns where something left the window) or --show all",
+            style="dim",
+        )
+        return
     legend = Text("window: ")
     plain = colourless(console)
     for section, style in SECTION_STYLE.items():
@@ -141,40 +166,58 @@ def render_replay(console: Console, report: ReplayReport, show: str = "changes")
     console.print(legend, style="dim")
     for res in report.results:
         render_strategy(console, res, show)
-    render_survival(console, report)
+
+
+def _calls_note(res: StrategyReplay) -> str:
+    """Recorded requests in one clause: how far the provider's prompt tokens are from ours."""
+    diffs = sorted({c.difference for c in res.calls if c.difference is not None})
+    if not res.calls:
+        return ""
+    note = f"; {_count(len(res.calls), 'recorded request')}"
+    if not diffs:
+        return note
+    spread = f"{diffs[0]:+d}" if len(diffs) == 1 else f"{diffs[0]:+d} to {diffs[-1]:+d}"
+    return note + f", provider-reported prompt tokens {spread} against the recount"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _totals(res: StrategyReplay) -> str:
+    peak = max((r.tokens["total"] for r in res.turns), default=0)
+    evicted = sum(len(r.evicted) for r in res.turns)
+    summarized = sum(len(r.summarized) for r in res.turns)
+    over = sum(r.overflow for r in res.turns)
+    return (
+        f"peak {peak}/{res.budget} tokens, {evicted} evicted, {summarized} summarized, "
+        f"{over} over budget"
+    )
 
 
 def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
     console.rule(f"[bold]{escape(res.name)}[/]")
     turns = res.turns if show == "all" else [r for r in res.turns if interesting(r)]
-    if show != "none":
-        # a long transcript has thousands of such turns: show the first and last ones
-        cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
-        head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
-        for r in head:
-            console.print(turn_line(r, res.budget, colourless(console)))
-        if cut:
-            console.print(
-                f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
-                "(--show all, or --format json|--html for every turn)",
-                style="dim",
-            )
-        for r in tail:
-            console.print(turn_line(r, res.budget, colourless(console)))
-        hidden = len(res.turns) - len(turns)
-        if hidden and show == "changes":
-            console.print(
-                f"      ({hidden} turns where nothing left the window not shown; --show all)",
-                style="dim",
-            )
-    peak = max((r.tokens["total"] for r in res.turns), default=0)
-    evicted = sum(len(r.evicted) for r in res.turns)
-    summarized = sum(len(r.summarized) for r in res.turns)
-    console.print(
-        f"peak window {peak}/{res.budget} tokens · {evicted} evicted · {summarized} summarized"
-        f" · {sum(r.overflow for r in res.turns)} over budget",
-        style="bold",
-    )
+    # a long transcript has thousands of such turns: show the first and last ones
+    cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
+    head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
+    for r in head:
+        console.print(turn_line(r, res.budget, colourless(console)))
+    if cut:
+        console.print(
+            f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
+            "(--show all, or --format json|--html for every turn)",
+            style="dim",
+        )
+    for r in tail:
+        console.print(turn_line(r, res.budget, colourless(console)))
+    hidden = len(res.turns) - len(turns)
+    if hidden and show == "changes":
+        console.print(
+            f"      ({hidden} turns where nothing left the window not shown; --show all)",
+            style="dim",
+        )
+    console.print(_totals(res), style="bold")
     if res.calls:
         render_calls(console, res)
     if res.final is not None and res.final.pinned:
@@ -209,15 +252,36 @@ def render_calls(console: Console, res: StrategyReplay) -> None:
         console.print(f"      … {len(reported) - len(shown)} more (--format json)", style="dim")
 
 
+def _fits(table: Table, width: int) -> bool:
+    """Fit ``table`` in ``width`` without cutting a word or a header, setting column widths
+    (Rich's own collapse cuts headers with an ellipsis); False when it cannot fit."""
+    cols = table.columns
+    texts = [[str(x) for x in [c.header, *c.cells]] for c in cols]
+    natural = [max(len(t) for t in ts) for ts in texts]
+    least = [max(len(w) for t in ts for w in [*t.split(), ""]) for ts in texts]
+    room = width - (3 * len(cols) + 1)
+    if sum(natural) <= room:
+        return True
+    if sum(least) > room:
+        return False
+    extra = room - sum(least)
+    want = [n - m for n, m in zip(natural, least, strict=True)]
+    total = sum(want) or 1
+    for c, m, w in zip(cols, least, want, strict=True):
+        c.width = m + extra * w // total
+    return True
+
+
 def render_survival(console: Console, report: ReplayReport) -> None:
     if not report.facts:
         console.print(
-            "No facts tracked: pass --fact TEXT (the extractor found no strong facts).",
+            "No facts tracked: pass --fact TEXT (the extractor found no strong facts and the "
+            "transcript marks no `forgot` failure).",
             style="dim",
         )
         return
     title = "Fact survival" + (
-        " (strong facts found in the transcript)" if report.facts_found else ""
+        " (strong facts and `forgot` markers found in the transcript)" if report.facts_found else ""
     )
     table = Table(title=title, title_justify="left")
     table.add_column("fact")
@@ -231,76 +295,55 @@ def render_survival(console: Console, report: ReplayReport) -> None:
             if first.stated_at_turn is not None
             else "-"
         )
-        table.add_row(Text(fact), Text(stated), *(fact_cell(r.facts[k]) for r in report.results))
-    console.print(table)
+        cells = [fact_cell(r.facts[k]) for r in report.results]
+        table.add_row(Text(fact), Text(stated), *cells)
+    if _fits(table, console.width):
+        console.print(table)
+        return
+    # too many strategies for the width: one block per fact, a strategy a line
+    console.print(title, style="italic")
+    for k, fact in enumerate(report.facts):
+        first = report.results[0].facts[k]
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        stated = (
+            "never stated"
+            if first.stated_at_turn is None
+            else (f"stated at turn {first.stated_at_turn} ({first.evidence_id})")
+        )
+        grid.add_row(Text(fact, style="bold"), Text(stated, style="dim"))
+        for r in report.results:
+            grid.add_row(Text("  " + r.name), fact_cell(r.facts[k]))
+        console.print(grid)
 
 
 VERDICT_STYLE = {"none": "green", "short_term": "yellow", "long_term": "red"}
 
 
 def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
+    """One panel per failure: a label/value grid in words (``memdiag.render.words``), wrapped
+    lines hanging under the value column."""
+    from memdiag.render.words import diagnosis_lines, plural
+
     for d in diagnoses:
         style = VERDICT_STYLE.get(d.layer.value, "white")
-        body = Text()
-        body.append("verdict  ", style="dim")
-        body.append(d.verdict.value, style=f"bold {style}")
-        body.append(f"   layer {d.layer.value}", style=style)
-        if d.flags:
-            body.append("   flags " + ", ".join(d.flags), style="magenta")
-        body.append("\n")
-        body.append("evidence ", style="dim")
-        det = d.details
-        stated = any(e.passes for e in d.evidence)
-        if not stated:  # never stated: what was searched, then the nearest candidates
-            body.append((det.searched or "none found") + "\n")
-        for k, e in enumerate(d.evidence[:3]):
-            if k or not stated:
-                body.append("nearest  " if not stated and not k else "         ", style="dim")
-            body.append(f"{e.id} (turn {e.turn}, session {e.session}, {e.method} {e.score:.2f}) ")
-            body.append(f"“{_clip(e.text)}”\n", style="italic")
-        seen = det.observed
-        if seen is not None:
-            body.append("request  ", style="dim")
-            size = f"{seen.tokens}" if seen.tokens_exact else f"at least {seen.tokens}"
-            body.append(f"{seen.request} (turn {seen.request_turn}): {size} tokens")
-            if seen.reported_prompt_tokens is not None:
-                diff = seen.reported_prompt_tokens - seen.tokens
-                body.append(f", provider reported {seen.reported_prompt_tokens} ({diff:+d})")
-            body.append("\n")
-            if seen.lost_at_turn is not None:
-                body.append("lost     ", style="dim")
-                body.append(f"turn {seen.lost_at_turn} ({seen.mechanism}), observed\n")
-        short = det.short_term
-        if short is not None and short.lost_at_turn is not None:
-            body.append("lost     ", style="dim")
-            body.append(
-                f"turn {short.lost_at_turn} ({short.mechanism}) under {short.strategy}, "
-                f"budget {short.budget}\n"
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for line in diagnosis_lines(d):
+            value = Text(
+                line.value, style=f"bold {style}" if line.style == "verdict" else line.style
             )
-        if short is not None:
-            body.append("window   ", style="dim")
-            body.append(f"{short.window_tokens}/{short.budget} tokens at turn {d.at_turn}\n")
-        wi = short.what_if if short is not None else (seen.what_if if seen is not None else None)
-        if wi is not None:
-            kept = ", ".join(
-                f"{k} {'keeps' if v else 'loses'}" for k, v in wi.kept_by_strategy.items()
-            )
-            at = f" at {seen.what_if_budget} tokens" if seen is not None else ""
-            body.append("what-if  ", style="dim")
-            body.append(
-                f"{kept}{at}; smallest sliding budget {wi.smallest_sliding_window_budget}\n"
-            )
-        for key, value in _store_lines(det):
-            body.append(f"{key:<9}", style="dim")
-            body.append(f"{plain(value)}\n")
-        for fix in d.fixes:
-            body.append("fix      ", style="dim")
-            body.append(fix + "\n")
-        body.rstrip()
+            if line.quote is not None:
+                if line.value:
+                    value.append(" ")
+                value.append(f"“{line.quote}”", style="italic")
+            grid.add_row(line.label, value)
         where = f"turn {d.at_turn}" + (f" ({d.marker_id})" if d.marker_id else "")
         console.print(
             Panel(
-                body,
+                grid,
                 title=f"[bold]forgot “{escape(d.fact)}” at {escape(where)}[/]",
                 title_align="left",
                 border_style=style,
@@ -311,36 +354,11 @@ def render_diagnoses(console: Console, transcript: str, diagnoses: Sequence[Diag
         counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
     console.print(
         Text(
-            f"{len(diagnoses)} failure(s) in {transcript}: "
+            f"{plural(len(diagnoses), 'failure')} in {transcript}: "
             + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())),
             style="bold",
         )
     )
-
-
-def _store_lines(det: Details) -> list[tuple[str, object]]:
-    """What the long-term checks and the semantic search saw, one (label, value) per line."""
-    lt = det.long_term
-    lines: list[tuple[str, object]] = []
-    if det.recorded is not None and det.recorded.searches:
-        lines.append(("recorded", [s.to_dict() for s in det.recorded.searches]))
-    if lt is not None:
-        if lt.retrieval is not None:
-            lines.append(("retrieval", lt.retrieval.to_dict()))
-        if lt.facts_file is not None:
-            lines.append(("facts_file", lt.facts_file.to_dict()))
-        if lt.stores_checked:
-            lines.append(("stores_checked", list(lt.stores_checked)))
-        if lt.skipped_reason is not None:
-            lines.append(("skipped_reason", lt.skipped_reason))
-    if det.semantic_search is not None:
-        lines.append(("semantic", det.semantic_search))
-    return lines
-
-
-def _clip(text: str, n: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def render_checks(console: Console, report: CheckReport) -> None:
@@ -352,7 +370,9 @@ def render_checks(console: Console, report: CheckReport) -> None:
         else:
             line.append("✗ ", style="bold red")
         line.append(case.name)
-        line.append(f"  {case.expectations} expectation(s), {case.duration_s:.2f}s", style="dim")
+        line.append(
+            f"  {_count(case.expectations, 'expectation')}, {case.duration_s:.2f}s", style="dim"
+        )
         console.print(line, soft_wrap=True)
         for failure, at in zip(case.failures, case.failure_lines, strict=True):
             detail = Text("    ")
@@ -362,69 +382,7 @@ def render_checks(console: Console, report: CheckReport) -> None:
             console.print(detail, soft_wrap=True)
     style = "bold green" if report.failed == 0 else "bold red"
     console.print(
-        f"{report.passed} passed, {report.failed} failed ({len(report.cases)} case(s) in "
+        f"{report.passed} passed, {report.failed} failed ({_count(len(report.cases), 'case')} in "
         f"{escape(report.spec)})",
         style=style,
     )
-
-
-SEVERITY_STYLE = {"error": "red bold", "warning": "yellow", "info": "cyan"}
-
-
-def render_audit(console: Console, report: AuditReport) -> None:
-    """Stores, layer (memory tier) counts and findings of `memdiag inspect-store`."""
-    from memdiag.stores.audit import FactsFileSummary
-
-    stores = Table(title="Stores", title_justify="left")
-    for col in ("store", "what", "size", "details"):
-        stores.add_column(col, overflow="fold")
-    for s in report.stores:
-        if isinstance(s, FactsFileSummary):
-            collisions = len(s.normalization_collisions)
-            stores.add_row(
-                Text(s.location),
-                f"facts file ({s.shape})",
-                f"{s.keys} keys",
-                f"{s.superseded_values} superseded values, {collisions} key collisions",
-            )
-        else:
-            ef = s.embedding_function or "none"
-            retrieval = s.retrieval_checks
-            stores.add_row(
-                Text(f"{s.location} [{s.collection}]"),
-                f"chroma {s.mode}",
-                f"{s.count} records",
-                Text(
-                    (f"layout {s.layout.name} (text in {s.layout.text_from}), " if s.layout else "")
-                    + (
-                        f"{s.scope}: {s.records_read} read, {s.out_of_scope} other tenants' "
-                        "records left out, "
-                        if s.scope
-                        else ""
-                    )
-                    + f"dim {s.dimension}, space {s.space}, embedding function {ef}, "
-                    f"retrieval checks {retrieval}"
-                    + (f" ({s.retrieval_reason})" if retrieval != "available" else "")
-                    + "".join(f"\n{p}" for p in s.problems)
-                ),
-            )
-    console.print(stores)
-    console.print(
-        "layers: " + ", ".join(f"{tier} {n}" for tier, n in report.tiers.items()), style="bold"
-    )
-    if not report.findings:
-        console.print("No findings: the stores look clean.", style="green bold")
-        return
-    table = Table(title=f"Findings ({len(report.findings)})", title_justify="left")
-    for col in ("severity", "kind", "ids", "message"):
-        table.add_column(col, overflow="fold")
-    for f in report.findings:
-        table.add_row(
-            Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
-            f.kind,
-            Text(_ids(list(f.ids), 4)),
-            Text(f.message),
-        )
-    console.print(table)
-    counts = report.by_kind()
-    console.print(", ".join(f"{k} {n}" for k, n in counts.items() if n), style="bold")

@@ -1,4 +1,8 @@
-"""JSON documents of SPEC §5: a stable contract that CI and scripts consume."""
+"""JSON documents of every command: a stable contract that CI and scripts consume.
+
+Each document starts with ``schema_version`` and follows its JSON Schema in
+``memdiag/schemas/`` (docs/reference.md#json-output): the same run gives the same bytes.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,12 @@ from memdiag.strategies.observed import CallTokens
 
 if TYPE_CHECKING:
     from memdiag.checks import CaseResult, CheckReport
+    from memdiag.stores.audit.report import AuditReport
+
+
+# the version of the JSON documents' shape: raised when a field is renamed, removed or changes
+# type (a new field does not raise it); each document's first key
+SCHEMA_VERSION = "1"
 
 
 def dumps(obj: Any) -> str:
@@ -56,6 +66,7 @@ def replay_json(
     transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
 ) -> dict[str, Any]:
     return {
+        "schema_version": SCHEMA_VERSION,
         "transcript": transcript,
         "encoding": encoding,
         "budget": budget,
@@ -80,6 +91,7 @@ def replay_json_chunks(
     Turns are formatted one at a time instead; a test holds the text equal to ``dumps``.
     """
     yield "{\n"
+    yield f'  "schema_version": {_encode_str(SCHEMA_VERSION)},\n'
     yield f'  "transcript": {_encode_str(transcript)},\n'
     yield f'  "encoding": {_encode_str(encoding)},\n'
     yield f'  "budget": {json.dumps(budget)},\n'
@@ -164,7 +176,11 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
 
 
 def diagnose_json(transcript: str, diagnoses: Sequence[Diagnosis]) -> dict[str, Any]:
-    return {"transcript": transcript, "diagnoses": [diagnosis_json(d) for d in diagnoses]}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "transcript": transcript,
+        "diagnoses": [diagnosis_json(d) for d in diagnoses],
+    }
 
 
 def check_case_json(case: CaseResult) -> dict[str, Any]:
@@ -183,9 +199,15 @@ def check_case_json(case: CaseResult) -> dict[str, Any]:
     }
 
 
+def audit_json(report: AuditReport) -> dict[str, Any]:
+    """`inspect-store --format json`: the audit report after ``schema_version``."""
+    return {"schema_version": SCHEMA_VERSION, **report.to_dict()}
+
+
 def check_json(report: CheckReport) -> dict[str, Any]:
-    """`check --format json` (SPEC §5): ``{"cases": [...], "passed", "failed"}``."""
+    """`check --format json`: ``{"schema_version", "spec", "cases": [...], "passed", "failed"}``."""
     return {
+        "schema_version": SCHEMA_VERSION,
         "spec": report.spec,
         "cases": [check_case_json(c) for c in report.cases],
         "passed": report.passed,

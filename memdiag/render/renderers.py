@@ -69,7 +69,7 @@ class TableRenderer(Renderer):
         render_diagnoses(self._console(), transcript, diagnoses)
 
     def audit(self, report: AuditReport) -> None:
-        from memdiag.render.console import render_audit
+        from memdiag.render.audit_console import render_audit
 
         render_audit(self._console(), report)
 
@@ -99,7 +99,9 @@ class JsonRenderer(Renderer):
         _document(diagnose_json(transcript, diagnoses))
 
     def audit(self, report: AuditReport) -> None:
-        _document(report.to_dict())
+        from memdiag.render.jsonout import audit_json
+
+        _document(audit_json(report))
 
     def check(self, report: CheckReport) -> None:
         from memdiag.render.jsonout import check_json

@@ -127,13 +127,16 @@ def validate_store_dir(path: Path) -> Path:
 
     Returns the path of its ``chroma.sqlite3``; raises ``StoreError`` saying what is wrong.
     """
-    if not path.exists():
+    from memdiag.fileio import is_dir, is_file, path_stat
+
+    db = path / "chroma.sqlite3"
+    # (a name the OS refuses, too long or a loop, is an InputError of one line: exit 2)
+    if path_stat(path) is None:
         raise StoreError(f"not a Chroma store: {path} does not exist")
-    if not path.is_dir():
+    if not is_dir(path):
         hint = " (pass the directory that holds it)" if path.name == "chroma.sqlite3" else ""
         raise StoreError(f"not a Chroma store: {path} is a file, not a directory{hint}")
-    db = path / "chroma.sqlite3"
-    if not db.is_file():
+    if not is_file(db):
         try:
             empty = not any(path.iterdir())
         except OSError as e:

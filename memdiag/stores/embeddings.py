@@ -31,10 +31,13 @@ LOCAL_DEFAULT_NAMES = frozenset({"default", "onnx_mini_lm_l6_v2"})
 
 Embedder = Callable[[Sequence[str]], "np.ndarray"]
 
-_FIX = (
-    f"set {ENV_MODEL_DIR} to a folder holding onnx/model.onnx and the tokenizer files of "
-    "all-MiniLM-L6-v2 (or place them in ~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx/)"
+# The per-finding reason is short; the whole story (where memdiag looked, how to get the model)
+# is told once per run by the CLI, from ``model_misses()`` (docs/model.md).
+MISSING = (
+    f"embedding model all-MiniLM-L6-v2 not installed (`memdiag fetch-model` gets it, or set "
+    f"{ENV_MODEL_DIR})"
 )
+_MISSES: dict[str, None] = {}  # this process's "looked in ..." lines, in order, once each
 
 
 def chroma_cache_dir() -> Path:
@@ -42,18 +45,65 @@ def chroma_cache_dir() -> Path:
     return Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
 
 
+def home_relative(path: Path) -> str:
+    """``path`` with the user's home folder written ``~``: messages that reach JSON output
+    never hold the home path (docs/reference.md#json-output)."""
+    home = str(Path.home())
+    text = str(path)
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
+def has_model_files(d: Path) -> bool:
+    """``d/onnx/`` holds all six files of the model (an unreadable name holds none)."""
+    try:
+        return all((d / "onnx" / f).is_file() for f in ONNX_FILES)
+    except OSError:  # a name the OS refuses (MEMDIAG_ONNX_MODEL_DIR too long, a loop)
+        return False
+
+
 def find_model_dir() -> tuple[Path | None, str]:
-    """The folder containing ``onnx/`` with all six model files, and where it was looked for."""
+    """The folder containing ``onnx/`` with all six model files, or (None, a short reason).
+
+    A miss is remembered (``model_misses()``) so that the CLI names the model once per run.
+    """
     candidates: list[tuple[Path, str]] = []
     env = os.environ.get(ENV_MODEL_DIR)
     if env:
         candidates.append((Path(env).expanduser(), ENV_MODEL_DIR))
     candidates.append((chroma_cache_dir(), "Chroma's cache"))
     for d, _label in candidates:
-        if all((d / "onnx" / f).is_file() for f in ONNX_FILES):
+        if has_model_files(d):
             return d, ""
-    tried = ", ".join(f"{label} {d}" for d, label in candidates)
-    return None, f"embedding model all-MiniLM-L6-v2 not found locally (looked in {tried}); {_FIX}"
+    tried = ", ".join(f"{label} {home_relative(d)}" for d, label in candidates)
+    _MISSES.setdefault(tried, None)
+    return None, MISSING
+
+
+def take_model_misses() -> list[str]:
+    """Where the model was looked for and not found since the last call (one entry per set of
+    places), and forget them: the CLI names the model once per run."""
+    misses = list(_MISSES)
+    _MISSES.clear()
+    return misses
+
+
+def note_model_miss(tried: str) -> None:
+    """Record a miss seen elsewhere (a `check --jobs` worker), so the parent names it once."""
+    _MISSES.setdefault(tried, None)
+
+
+def missing_model_note(tried: str) -> str:
+    """The one paragraph a run prints when it needed the model and did not find it."""
+    return (
+        f"the embedding model all-MiniLM-L6-v2 was not found (looked in {tried}): evidence "
+        "was ranked without its semantic ranker, and a store's retrieval cannot be checked "
+        "without it. Get it "
+        "once with `memdiag fetch-model` (the archive chromadb itself downloads, 91 MB "
+        f"unpacked, into Chroma's cache), or set {ENV_MODEL_DIR} to a folder holding "
+        "onnx/model.onnx and its tokenizer files (docs/model.md)"
+    )
 
 
 _CACHE: dict[Path, Any] = {}
@@ -102,7 +152,9 @@ def resolve_embedding_function(collection_config: Any) -> tuple[Any | None, str]
         model_dir, reason = find_model_dir()
         if model_dir is None:
             return None, reason
-        return _onnx_default(model_dir), f"{name} (ONNX all-MiniLM-L6-v2 from {model_dir})"
+        # where the model was found is not part of the answer: JSON output stays the same
+        # bytes on every machine (docs/reference.md#json-output)
+        return _onnx_default(model_dir), f"{name} (ONNX all-MiniLM-L6-v2)"
     # Other registered functions call remote APIs or download models: never from memdiag.
     return None, (
         f"the collection's embedding function {name!r} is not the local default model; "

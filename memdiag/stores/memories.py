@@ -10,12 +10,12 @@ the same single-valued field) and different values contradict each other, and th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdiag.stores.layouts import tenant_of
-from memdiag.text import same_value
+from memdiag.text import memory_subject, same_value
 
 if TYPE_CHECKING:
     from memdiag.extract import Extractor
@@ -62,6 +62,7 @@ class Claim:
     ts: datetime | None
     tenant: tuple[str, ...] = ("", "", "")  # (user_id, agent_id, run_id), "" when absent
     source: str = "text"  # the rule id, or metadata.key / metadata.category
+    who: str = ""  # the person the sentence names when it is not the user ("Tom Becker")
 
     def tenant_label(self) -> str:
         """``user_id=mia`` (empty for a store without tenants)."""
@@ -87,11 +88,41 @@ def claims(
             continue
         ts = record_time(meta)
         tenant = tenant_of(meta)
+        who = memory_subject(doc) or ""
         for e in facts:
             out.append(
-                Claim(i, e.field, e.value, e.strong, ex.is_multi(e.field), ts, tenant, e.rule)
+                Claim(i, e.field, e.value, e.strong, ex.is_multi(e.field), ts, tenant, e.rule, who)
             )
-    return out
+    return resolve_subjects(out)
+
+
+def resolve_subjects(found: Sequence[Claim]) -> list[Claim]:
+    """The claims with each named subject that is the user rewritten as the user ("").
+
+    Within one tenant, a name the store gives the user ("Name is Mia Lopez", "The traveler's
+    name is Mia Lopez") makes "Mia lives in Berlin" the user's; a tenant that names no user but
+    only one person ("Mia lives in Berlin", "Mia moved to Lisbon") is about that person, the
+    user. Anyone else ("Tom Becker lives in Paris") stays a subject of their own: their facts
+    never conflict with the user's.
+    """
+    user_names: dict[tuple[str, ...], list[str]] = {}
+    people: dict[tuple[str, ...], set[str]] = {}
+    for c in found:
+        if c.who:
+            people.setdefault(c.tenant, set()).add(c.who)
+        elif c.subject == "name":
+            user_names.setdefault(c.tenant, []).append(c.value)
+    if not people:
+        return list(found)
+    # a person's own entity line ("Mia Lopez(Person): ...") names the person, not the user
+    user: dict[tuple[str, ...], set[str]] = {}
+    for tenant, names in people.items():
+        known = user_names.get(tenant, [])
+        if known:
+            user[tenant] = {p for p in names if any(same_value(p, n) for n in known)}
+        elif len({n.split()[0] for n in names}) == 1:  # "Mia" and "Mia Lopez": one person
+            user[tenant] = set(names)
+    return [replace(c, who="") if c.who and c.who in user.get(c.tenant, ()) else c for c in found]
 
 
 @dataclass(frozen=True)
@@ -129,7 +160,9 @@ def contradictions(
     """Hits that give another value for a single-valued field the fact (or its record) states.
 
     The field may come from the text ("User lives in Berlin") or from metadata (the same
-    ``key``); only records of the same tenant can contradict each other.
+    ``key``); only records of the same tenant and the same named subject can contradict each
+    other ("Tom Becker lives in Paris" is not the user's city; ``resolve_subjects`` over the
+    record and the hits says who the user is).
     """
     from memdiag.extract import default_extractor
 
@@ -142,11 +175,20 @@ def contradictions(
         return []
     own_tenant = tenant_of(own_metadata)
     own_ts = record_time(own_metadata)
+    readable = [h for h in hits if h.document]
+    found = claims(
+        [own_text, *(h.document for h in readable)],
+        [own_metadata, *(h.metadata for h in readable)],
+        ex,
+    )
+    who = {c.record: c.who for c in found}  # 0: the fact's own record, n: readable[n - 1]
+    own_who = who.get(0, "")
+    hit_who = {readable[r - 1].id: w for r, w in who.items() if r}
     out: list[Contradiction] = []
     for h in hits:
         if h.id in own_ids or not h.document:
             continue
-        if tenant_of(h.metadata) != own_tenant:
+        if tenant_of(h.metadata) != own_tenant or hit_who.get(h.id, "") != own_who:
             continue
         for e in ex.read_memory(h.document, h.metadata):
             if e.field not in wanted or same_value(e.value, wanted[e.field]):

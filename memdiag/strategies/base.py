@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from memdiag.extract import Extractor
     from memdiag.tokens import TokenCounter
     from memdiag.transcript.model import Message, SummaryEvent, Transcript
 
@@ -27,6 +28,32 @@ class Unit:
     turn: int
 
 
+@dataclass
+class RunMemo:
+    """Work that every replay of one run shares, done once (docs/engine.md).
+
+    One memoized extractor per rules file (each distinct text is extracted once, whichever
+    strategy or what-if replay asks) and the summarizer's sentence scores (a sentence's score is
+    a property of the sentence and its role, not of the summary that carries it).
+    """
+
+    extractors: dict[str | None, Extractor] = field(default_factory=dict)
+    scores: dict[str | None, dict[str, int]] = field(default_factory=dict)
+
+    def extractor(self, rules: str | None) -> Extractor:
+        """``load_extractor(rules)``, loaded once for the run, with its memo."""
+        found = self.extractors.get(rules)
+        if found is None:
+            from memdiag.extract import load_extractor
+
+            found = self.extractors[rules] = load_extractor(rules).memoized()
+        return found
+
+    def sentence_scores(self, rules: str | None) -> dict[str, int]:
+        """Score of each ``"role: sentence"`` under ``rules`` (filled by the summarizer)."""
+        return self.scores.setdefault(rules, {})
+
+
 @dataclass(frozen=True)
 class StrategyContext:
     """What every strategy of one run shares: the transcript and its per-message costs."""
@@ -34,6 +61,7 @@ class StrategyContext:
     transcript: Transcript
     costs: Sequence[int]  # tokens of each message in the window, computed once per run
     counter: TokenCounter
+    memo: RunMemo = field(default_factory=RunMemo)
 
     def text(self, index: int) -> str:
         return self.transcript.messages[index].content

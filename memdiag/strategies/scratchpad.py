@@ -209,6 +209,5 @@ def make_scratchpad(
     ctx: StrategyContext, budget: int, s: ScratchpadSettings, max_turns: int | None
 ) -> Scratchpad:
     """The `scratchpad` strategy: its own settings and the sliding window's ``max_turns``."""
-    from memdiag.extract import load_extractor
-
-    return Scratchpad(ctx, budget, load_extractor(s.rules), s.scratchpad_max_tokens, max_turns)
+    # the run's memoized extractor: a user message is read once, whatever replays read it
+    return Scratchpad(ctx, budget, ctx.memo.extractor(s.rules), s.scratchpad_max_tokens, max_turns)

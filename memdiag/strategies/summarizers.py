@@ -93,7 +93,8 @@ _DATE_SCAN = re.compile(rf"(?=[\dJFMASONDTW一二三四五六七八九十])(?:{_
 _CONSTRAINT_SCAN = re.compile(rf"(?=[nadmcro不别必总从过禁千一只])(?:{_CONSTRAINT.pattern})")
 _CAPITALIZED_SCAN = re.compile(r"[\s,(][A-Z][a-z]+")
 _CAPITALIZED = re.compile(r"(?<=[\s,(])[A-Z][a-z]+")
-_LINE = re.compile(r"^(user|assistant|tool|system|summary): (.*)$")
+_LINE_ROLES = frozenset({"user", "assistant", "tool", "system", "summary"})
+_LINE = re.compile(rf"^({'|'.join(sorted(_LINE_ROLES))}): (.*)$")
 MIN_WORDS = 3  # "Thanks!" and "Sounds good." carry nothing worth keeping
 MIN_CJK_CHARS = 4
 EXACT_RETRIES = 4
@@ -162,12 +163,17 @@ class ExtractiveSummarizer:
 
         self.counter = counter
         self.extractor = extractor or default_extractor()
-        # (score, tokens) of summary lines: the previous summary is re-read at every call, and
-        # scoring it again would make a long replay pay for it over and over
+        # A sentence is split, extracted and scored once per run, however many summaries carry
+        # it (docs/engine.md): its score by "role: sentence" (``scores``, which the strategy
+        # may share between the replays of a run; every sentence of the run, a few MB for 100k
+        # sentences), and its (score, estimated tokens) in ``_lines``.
+        self.scores: dict[str, int] = {}
         self._lines: dict[str, tuple[int, int]] = {}
         self._roles: dict[str, int] = {}
         # exact (with newline, alone) counts of summary lines; see _exact_cost
         self._exact: dict[str, tuple[int, int]] = {}
+        # the lines of the summary this summarizer wrote last: the next call starts from it
+        self._written: tuple[str, list[tuple[str, str, str, int | None]]] = ("", [])
         self._additive = counter.encoding_name in ADDITIVE_ENCODINGS
         self._header_cost = counter.message_cost("system", "") + counter.count(
             SUMMARY_HEADER + "\n"
@@ -254,16 +260,15 @@ class ExtractiveSummarizer:
             score = max(0, score - 2)  # raw tool output is rarely what a user asks about later
         return score
 
-    def _measure(
-        self, role: str, text: str, key: str, estimate: int | None, scored: dict[str, int]
-    ) -> tuple[int, int]:
+    def _measure(self, role: str, key: str, estimate: int | None) -> tuple[int, int]:
         known = self._lines.get(key)
         if known is None:
             if len(self._lines) > 4096:
-                self._lines.clear()  # bounded memory; entries are cheap to recompute
-            score = scored.get(key)
-            if score is None:  # known when this call began, dropped by the clear above
-                score = self.score(role, text)
+                # the first estimate of a line stands until this clear: kept as it was, since
+                # the estimates steer which lines are tried (outputs stay byte-identical); the
+                # score, the costly part, is kept for the whole run in ``scores``
+                self._lines.clear()
+            score = self.scores[key]
             if score <= 0:
                 tokens = 0
             elif estimate is not None:
@@ -289,13 +294,7 @@ class ExtractiveSummarizer:
         (the choice is still checked with an exact count of the rendered summary).
         """
         # (role, text, key, estimated tokens) of every line and sentence, in order
-        lines: list[tuple[str, str, str, int | None]] = []
-        for line in previous.splitlines():
-            if not line or line == SUMMARY_HEADER:
-                continue
-            m = _LINE.match(line)
-            role, text = (m.group(1), m.group(2)) if m else ("summary", line)
-            lines.append((role, text, f"{role}: {text}", None))
+        lines = list(self._previous_lines(previous))
         for item, sentences in zip(
             messages, split_sentences_many([item[1] for item in messages]), strict=True
         ):
@@ -305,20 +304,35 @@ class ExtractiveSummarizer:
             for sentence in sentences:
                 estimate = None if per_char is None else max(1, round(per_char * len(sentence)))
                 lines.append((role, sentence, f"{role}: {sentence}", estimate))
-        known = self._lines
-        fresh = {key: (role, text) for role, text, key, _ in lines if key not in known}
-        scored = dict(zip(fresh, self.score_many(list(fresh.values())), strict=True))
+        scores = self.scores
+        fresh = {key: (role, text) for role, text, key, _ in lines if key not in scores}
+        if fresh:
+            scores.update(zip(fresh, self.score_many(list(fresh.values())), strict=True))
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         for order, (role, text, key, estimate) in enumerate(lines, 1):
             if key in seen:
                 continue
-            score, tokens = self._measure(role, text, key, estimate, scored)
+            score, tokens = self._measure(role, key, estimate)
             if score <= 0:
                 continue
             seen.add(key)
             candidates.append(_Candidate(role, text, order, score, tokens))
         return self._select(candidates, max_tokens)
+
+    def _previous_lines(self, previous: str) -> list[tuple[str, str, str, int | None]]:
+        """(role, text, key, None) of each line of ``previous`` (parsed once when it is ours)."""
+        written, parsed = self._written
+        if previous == written and written:
+            return parsed
+        lines: list[tuple[str, str, str, int | None]] = []
+        for line in previous.splitlines():
+            if not line or line == SUMMARY_HEADER:
+                continue
+            m = _LINE.match(line)
+            role, text = (m.group(1), m.group(2)) if m else ("summary", line)
+            lines.append((role, text, f"{role}: {text}", None))
+        return lines
 
     def shrink(self, summary: str, max_tokens: int) -> str:
         # re-selecting keeps the most informative lines rather than cutting the newest ones
@@ -359,6 +373,9 @@ class ExtractiveSummarizer:
             return ""
         text = self._render(chosen)
         self.counter.remember_section(text, cost)
+        ordered = sorted(chosen, key=lambda c: c.order)
+        if all(c.role in _LINE_ROLES for c in ordered):  # lines that parse back as written
+            self._written = (text, [(c.role, c.text, f"{c.role}: {c.text}", None) for c in ordered])
         return text
 
     def _exact_cost(self, chosen: list[_Candidate]) -> int:
@@ -375,8 +392,6 @@ class ExtractiveSummarizer:
         if not self._additive:
             return self.counter.section_cost(self._render(chosen))
         counts = self._exact
-        if len(counts) > 4096:
-            counts.clear()  # bounded memory, as for the estimates
         count = self.counter.count
         total = self._header_cost
         lines = sorted(chosen, key=lambda c: c.order)

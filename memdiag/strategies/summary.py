@@ -138,10 +138,12 @@ def make_summary(
     ctx: StrategyContext, budget: int, s: SummarySettings, llm: LLMSettings, rules: str | None
 ) -> SummaryStrategy:
     """The `summary` strategy: its own settings, the LLM endpoint and the extraction rules."""
-    from memdiag.extract import load_extractor
+    from memdiag.strategies.summarizers import ExtractiveSummarizer
 
-    extractor = load_extractor(rules) if s.summarizer == "extractive" else None
+    extractor = ctx.memo.extractor(rules) if s.summarizer == "extractive" else None
     summarizer = make_summarizer(s.summarizer, ctx.counter, llm, extractor)
+    if isinstance(summarizer, ExtractiveSummarizer):
+        summarizer.scores = ctx.memo.sentence_scores(rules)  # shared by the run's replays
     return SummaryStrategy(
         ctx, budget, summarizer, s.summary_max_tokens, s.trigger_tokens, s.keep_recent_tokens
     )

@@ -88,7 +88,7 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             raise InputError("input larger than 2 GiB", path=name)
     else:
         name, data = _read_file(name)
-    text = decode_utf8(data, name, "UTF-8 JSON or JSON Lines transcript")
+    text = decode_utf8(data, name, "JSON or JSON Lines transcript")
     if not text.strip():
         raise InputError("empty file, expected JSON Lines with one message per line", path=name)
     stripped = text.lstrip()

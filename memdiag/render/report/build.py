@@ -3,17 +3,19 @@ strategy) and check (one run per case that replays a transcript).
 
 Diagnose and check reports replay the transcript again with every strategy, tracking the facts
 they judged, so the page can show the window of each strategy side by side at the failure turn;
-the replay is O(messages) per strategy, small next to the diagnosis itself.
+the replay is O(messages) per strategy, small next to the diagnosis itself. A diagnose report
+reuses the diagnosis's replay context: the transcript is not counted or indexed again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memdiag.config import Settings
 from memdiag.render.report.data import TextRecorder, document, run_data
-from memdiag.replay import ReplayReport, prepare, replay, strategy_names
+from memdiag.replay import ReplayContext, ReplayReport, prepare, replay, strategy_names
 from memdiag.transcript.model import Transcript
 
 
@@ -34,13 +36,25 @@ def replay_for_report(
     facts: Sequence[str],
     evidence: Mapping[str, Sequence[int]] | None = None,
     memory: tuple[str, int] = ("", 0),
+    context: ReplayContext | None = None,
 ) -> tuple[ReplayReport, TextRecorder]:
     """Replay every strategy (``observed`` too when recorded) tracking ``facts``.
 
     ``evidence`` gives the messages that state a fact when its words do not match them (the
-    diagnosis found them semantically, or a benchmark named them).
+    diagnosis found them semantically, or a benchmark named them). ``context``: the replay
+    context the command already prepared for the same transcript, settings and memory; its
+    counts, term index and extractions are reused (docs/engine.md), with evidence of its own.
     """
-    rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
+    same = (
+        context is not None
+        and context.transcript is transcript
+        and context.settings == settings
+        and (context.memory_text, context.memory_tokens) == memory
+    )
+    if context is not None and same:
+        rctx = dataclasses.replace(context, _evidence={})  # what a diagnosis remembered: not here
+    else:
+        rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     for fact, indices in (evidence or {}).items():
         if indices and not rctx.evidence_of(fact):
             rctx.remember_evidence(fact, indices)
@@ -76,11 +90,15 @@ def cause_of(report: ReplayReport, strategy: str, fact_index: int, turn: int) ->
 
 
 def diagnosis_cards(
-    report: ReplayReport, diagnoses: Sequence[Mapping[str, Any]], default_strategy: str
+    report: ReplayReport,
+    diagnoses: Sequence[Mapping[str, Any]],
+    default_strategy: str,
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One card per diagnosis (its JSON as `diagnose --format json` writes it)."""
+    """One card per diagnosis (its JSON as `diagnose --format json` writes it), with its rows
+    of words (``memdiag.render.words``) when given."""
     cards = []
-    for d in diagnoses:
+    for n, d in enumerate(diagnoses):
         details = d.get("details") or {}
         strategy = details.get("strategy") or default_strategy
         k = report.facts.index(d["fact"]) if d["fact"] in report.facts else None
@@ -97,6 +115,7 @@ def diagnosis_cards(
                 "strategy": strategy,
                 "cause_turn": cause_turn,
                 "cause": cause,
+                **({"lines": [dict(x) for x in lines[n]]} if lines is not None else {}),
             }
         )
     return cards
@@ -108,6 +127,8 @@ def diagnose_run(
     diagnoses: Sequence[Mapping[str, Any]],
     memory: tuple[str, int] = ("", 0),
     name: str | None = None,
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
+    context: ReplayContext | None = None,
 ) -> dict[str, Any]:
     """One run of a diagnose (or check) report: the replay of every strategy and the cards."""
     facts = list(dict.fromkeys(str(d["fact"]) for d in diagnoses))
@@ -116,9 +137,9 @@ def diagnose_run(
         str(d["fact"]): [pos[e["id"]] for e in d.get("evidence", ()) if e["id"] in pos]
         for d in diagnoses
     }
-    report, recorder = replay_for_report(transcript, settings, facts, evidence, memory)
+    report, recorder = replay_for_report(transcript, settings, facts, evidence, memory, context)
     strategy = settings.strategy if settings.strategy != "all" else "sliding_window"
-    cards = diagnosis_cards(report, diagnoses, strategy)
+    cards = diagnosis_cards(report, diagnoses, strategy, lines)
     return run_data(
         report,
         recorder,
@@ -134,7 +155,12 @@ def diagnose_document(
     settings: Settings,
     diagnoses: Sequence[Mapping[str, Any]],
     memory: tuple[str, int] = ("", 0),
+    lines: Sequence[Sequence[Mapping[str, str]]] | None = None,
+    context: ReplayContext | None = None,
 ) -> dict[str, Any]:
-    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline."""
-    run = diagnose_run(transcript, settings, diagnoses, memory)
+    """The report of `memdiag diagnose`: verdict cards linked to the replay timeline, each with
+    the rows of words the console shows (``lines``, one list per diagnosis).
+
+    ``context``: the diagnosis's own replay context (its counts are not made again)."""
+    run = diagnose_run(transcript, settings, diagnoses, memory, lines=lines, context=context)
     return document("diagnose", "memdiag diagnose", [run])

@@ -35,13 +35,31 @@
     }
     return parent;
   }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  var MECHANISM = {evicted: "evicted", summarized_away: "summarized away", unpinned: "unpinned",
+    compacted: "compacted"};
+  /* a fact's loss in words; a session end is no eviction: the fact lasted its whole session */
+  function lossWords(turn, mechanism) {
+    if (mechanism === "session_end") return "kept to session end (turn " + (turn - 1) + ")";
+    return (MECHANISM[mechanism] || mechanism || "lost") + " at turn " + turn;
+  }
   function val(x, i) { return typeof x === "number" ? x : (x[i] || 0); }
   function factColor(k) { return FACT_COLORS[k % FACT_COLORS.length]; }
   function clamp(n, lo, hi) { return Math.max(lo, Math.min(hi, n)); }
 
   // --- the run: messages, turns, windows rebuilt from deltas ------------------------------
+  /* the transcript's own failures (`forgot` markers): message index → fact */
+  function markerFailures(run) {
+    var out = [];
+    Object.keys(run.messages.forgot || {}).forEach(function (i) {
+      out.push({index: +i, id: run.messages.id[+i], turn: run.messages.turn[+i], fact: run.messages.forgot[i]});
+    });
+    return out.sort(function (a, b) { return a.turn - b.turn; });
+  }
+
   function prepare(run) {
     var r = {run: run, T: run.turns.user.length, msg: run.messages, strategies: run.strategies};
+    r.failures = markerFailures(run);
     r.byFact = {};
     run.facts.forEach(function (f, k) {
       f.evidence.forEach(function (i) { (r.byFact[i] = r.byFact[i] || []).push(k); });
@@ -249,7 +267,9 @@
         else if (st[1] === "kept") {
           txt = "kept (" + holder(s, k, win, summaryLines, pinnedLines) + ")"; d.className = "yes"; d.dataset.state = "kept";
         } else {
-          txt = "lost at turn " + st[0] + " (" + st[2] + ")"; d.className = "no"; d.dataset.state = "lost";
+          txt = st[2] === "session_end" ? "not in this session's window (" + lossWords(st[0], st[2]) + ")"
+            : lossWords(st[0], st[2]);
+          d.className = st[2] === "session_end" ? "dim" : "no"; d.dataset.state = "lost";
         }
         if (st && st[0] === turn && st[1] === "lost") { txt = "LEFT NOW: " + txt; d.dataset.now = "lost"; }
         add(d, sw, f.fact + ": " + txt);
@@ -377,6 +397,17 @@
       });
       add(row, marks);
       add(tl, row);
+    } else if (R.failures.length) {
+      var frow = h("div", "tlrow"); frow.dataset.row = "failures";
+      add(frow, h("span", "lbl", "failures"));
+      var fmarks = h("div", "marks");
+      R.failures.forEach(function (f) {
+        var mk = marker("fail", f.turn, "forgot “" + f.fact + "” at turn " + f.turn + " (" + f.id + ")");
+        mk.dataset.failure = f.id;
+        add(fmarks, mk);
+      });
+      add(frow, fmarks);
+      add(tl, frow);
     }
     R.strategies.forEach(function (s) {
       var row = h("div", "tlrow"); row.dataset.strategy = s.name;
@@ -386,7 +417,7 @@
         f.history.forEach(function (ev) {
           var fact = R.run.facts[k].fact;
           var mk = ev[1] === "lost"
-            ? marker("", ev[0], s.name + ": “" + fact + "” left the window at turn " + ev[0] + " (" + ev[2] + ")")
+            ? marker("", ev[0], s.name + ": “" + fact + "”: " + lossWords(ev[0], ev[2]))
             : (ev[0] !== f.stated_at_turn ? marker("back", ev[0], s.name + ": “" + fact + "” back at turn " + ev[0]) : null);
           if (!mk) return;
           mk.style[ev[1] === "lost" ? "borderTopColor" : "borderBottomColor"] = factColor(k);
@@ -439,7 +470,24 @@
     if (v === null || v === undefined) return "–";
     if (typeof v !== "object") return String(v);
     if (Array.isArray(v)) return v.map(detailValue).join(", ");
-    return Object.keys(v).map(function (k) { return k + "=" + detailValue(v[k]); }).join(", ");
+    return Object.keys(v).map(function (k) { return words(k) + " " + detailValue(v[k]); }).join(", ");
+  }
+  /* a JSON key as words: "window_tokens" → "window tokens" */
+  function words(key) { return String(key).replace(/_/g, " "); }
+  var LAYER_WORDS = {short_term: "short-term layer", long_term: "long-term layer", none: "no layer failed"};
+
+  /* rows of words (label, value, quote, id) made by memdiag.render.words, as the console shows */
+  function wordGrid(lines) {
+    var grid = h("div", "grid");
+    lines.forEach(function (ln) {
+      var v = h("div", "v" + (ln.style === "dim" ? " dim" : ""));
+      var text = ln.value || "";
+      if (ln.id && text.indexOf(ln.id) === 0) { add(v, idChip(ln.id)); text = text.slice(ln.id.length); }
+      add(v, text);
+      if (ln.quote) add(v, (text ? " " : ""), h("q", null, ln.quote));
+      add(grid, h("div", "lb", ln.label), v);
+    });
+    return grid;
   }
 
   function diagnosisCard(c, ci) {
@@ -448,7 +496,7 @@
     card.style.borderLeftColor = LAYER_COLOR[d.layer] || "#888";
     add(card, h("h3", null, "forgot “" + d.fact + "” at turn " + d.at_turn + (d.marker_id ? " (" + d.marker_id + ")" : "")));
     var p = h("p");
-    add(p, h("span", "verdict", d.verdict), " — layer " + d.layer + (d.flags && d.flags.length ? " — flags: " + d.flags.join(", ") : ""));
+    add(p, h("span", "verdict", d.verdict), " — " + (LAYER_WORDS[d.layer] || words(d.layer)));
     add(card, p);
     var jumps = h("p");
     var j1 = h("button", "jump", "failure: turn " + d.at_turn);
@@ -456,18 +504,25 @@
     j1.addEventListener("click", function (e) { e.stopPropagation(); selectCard(ci); });
     add(jumps, j1);
     if (c.cause_turn) {
-      var j2 = h("button", "jump", "cause: turn " + c.cause_turn + " (" + (c.cause || "left") + ")");
+      var j2 = h("button", "jump", "cause: turn " + c.cause_turn + " (" + (MECHANISM[c.cause] || c.cause || "left") + ")");
       j2.dataset.jump = "cause";
       j2.addEventListener("click", function (e) { e.stopPropagation(); selectCard(ci, true); });
       add(jumps, j2);
     }
     add(card, jumps);
-    if (d.evidence && d.evidence.length) {
+    if (c.lines && c.lines.length) {
+      var shown = {verdict: 1, layer: 1, "what-if": 1, fix: 1};
+      var rows = [], keep = false;
+      c.lines.forEach(function (ln) {
+        if (ln.label) keep = !shown[ln.label];
+        if (keep) rows.push(ln);
+      });
+      add(card, wordGrid(rows));
+    } else if (d.evidence && d.evidence.length) {
       var ul = h("ul");
-      d.evidence.forEach(function (e) {
+      d.evidence.filter(function (e) { return e.stated !== false; }).forEach(function (e) {
         var li = h("li");
-        add(li, idChip(e.id), " turn " + e.turn + ", session " + e.session + ", " + e.method + " " +
-          Number(e.score).toFixed(2) + ": “" + e.text + "”");
+        add(li, idChip(e.id), " turn " + e.turn + ", " + e.method + " " + Number(e.score).toFixed(2) + ": ", h("q", null, e.text));
         add(ul, li);
       });
       add(card, h("div", "dim", "evidence"), ul);
@@ -490,13 +545,11 @@
       add(card, sp);
     }
     var skip = {what_if: 1};
-    var keys = Object.keys(det).filter(function (k) { return !skip[k]; });
-    if (keys.length) {
-      var t2 = h("table");
-      keys.forEach(function (k) {
-        var r = h("tr"); add(r, h("th", null, k), h("td", null, detailValue(det[k]))); add(t2, r);
-      });
-      add(card, t2);
+    var keys = c.lines && c.lines.length ? [] : Object.keys(det).filter(function (k) { return !skip[k]; });
+    if (keys.length) {  // a card without its rows of words (an older document): keys as words
+      var g = h("div", "grid");
+      keys.forEach(function (k) { add(g, h("div", "lb", words(k)), h("div", "v", detailValue(det[k]))); });
+      add(card, g);
     }
     if (d.fixes && d.fixes.length) {
       var fx = h("ul");
@@ -600,12 +653,66 @@
     if (!pending) { pending = true; requestAnimationFrame(function () { pending = false; render(); }); }
   }
 
+  /* the first turn a tracked fact left a window (a session end is no loss), or null */
+  function firstLoss() {
+    var first = null;
+    R.strategies.forEach(function (s) {
+      s.facts.forEach(function (f) {
+        f.history.forEach(function (ev) {
+          if (ev[1] === "lost" && ev[2] !== "session_end" && (first === null || ev[0] < first)) first = ev[0];
+        });
+      });
+    });
+    return first;
+  }
+
+  /* the answer of a replay: each tracked fact's fate under each strategy, each loss a link */
+  function survivalTable() {
+    var tb = h("table", "survival"), tr = h("tr");
+    tb.id = "survival";
+    add(tr, h("th", null, "fact"), h("th", null, "stated"));
+    R.strategies.forEach(function (s) { add(tr, h("th", null, s.name)); });
+    add(tb, tr);
+    R.run.facts.forEach(function (fact, k) {
+      var r = h("tr"), first = R.strategies.length ? R.strategies[0].facts[k] : null;
+      var sw = h("span", "sw"); sw.style.background = factColor(k);
+      var name = h("td"); add(name, sw, fact.fact);
+      var stated = first && first.stated_at_turn ? "turn " + first.stated_at_turn : "never";
+      add(r, name, h("td", null, stated));
+      R.strategies.forEach(function (s) {
+        var f = s.facts[k], td;
+        if (!f || f.stated_at_turn === null || f.stated_at_turn === undefined) {
+          td = h("td", "dim", "never stated");
+        } else if (f.lost_at_turn === null || f.lost_at_turn === undefined) {
+          var by = {verbatim: "kept verbatim", summary: "kept in the summary", pinned: "kept pinned",
+            memories: "kept (memories)"}[f.kept_by] || "kept";
+          td = h("td", "yes", by);
+        } else {
+          td = h("td", f.mechanism === "session_end" ? "yes" : "no", lossWords(f.lost_at_turn, f.mechanism));
+          var losses = f.history.filter(function (ev) { return ev[1] === "lost" && ev[2] !== "session_end"; });
+          if (losses.length) {  // the loss is a link to its turn
+            var at = losses[0][0];
+            td.classList.add("link");
+            td.title = "show turn " + at;
+            td.dataset.turn = String(at);
+            td.addEventListener("click", function () { setTurn(at); });
+          }
+        }
+        td.dataset.strategy = s.name;
+        add(r, td);
+      });
+      add(tb, r);
+    });
+    return tb;
+  }
+
   function nextEvent(dir) {
     var turns = [];
     R.strategies.forEach(function (s) {
       s.facts.forEach(function (f) { f.history.forEach(function (ev) { if (ev[1] === "lost") turns.push(ev[0]); }); });
     });
     R.run.cards.forEach(function (c) { if (c.turn) turns.push(c.turn); if (c.cause_turn) turns.push(c.cause_turn); });
+    R.failures.forEach(function (f) { turns.push(f.turn); });
     turns.sort(function (a, b) { return a - b; });
     var t = null;
     if (dir > 0) { for (var i = 0; i < turns.length; i++) if (turns[i] > S.turn) { t = turns[i]; break; } }
@@ -673,8 +780,8 @@
       var p = h("p"); add(p, DATA.kind === "check" ? "case: " : "run: ", sel); add(app, p);
     }
     var run = R.run;
-    add(app, h("p", "meta", run.transcript + " — " + run.messages.id.length + " messages, " + R.T + " turns, " +
-      run.sessions.length + " session(s); encoding " + run.encoding + ", budget " + run.budget + " tokens; memdiag " + DATA.memdiag));
+    add(app, h("p", "meta", run.transcript + " — " + plural(run.messages.id.length, "message") + ", " +
+      plural(R.T, "turn") + ", " + plural(run.sessions.length, "session") + "; encoding " + run.encoding + ", budget " + run.budget + " tokens; memdiag " + DATA.memdiag));
     var cards = buildCards();
     if (cards) {
       add(app, h("h2", null, DATA.kind === "check" ? "Expectations of “" + run.name + "”" : "Diagnoses"));
@@ -683,6 +790,10 @@
     if (run.facts.length) {
       add(app, h("h2", null, "Tracked facts" + (run.facts[0].found ? " (found by memdiag)" : "")));
       add(app, factChips());
+      if (DATA.kind === "replay") {
+        add(app, h("h2", null, "Fact survival"));
+        add(app, survivalTable());
+      }
     }
     add(app, h("h2", null, "Timeline"));
     if (!R.T) { add(app, h("p", "dim", "No user messages, so no turn to show.")); return; }
@@ -720,7 +831,7 @@
     var mr = /run=(\d+)/.exec(location.hash || "");
     if (m && (!mr || +mr[1] === runIndex)) start = +m[1];
     else if (run.cards.length && run.cards[0].turn) start = run.cards[0].turn;
-    else start = R.T;
+    else start = firstLoss() || (R.failures.length ? R.failures[0].turn : R.T);
     S.turn = clamp(start, 1, R.T);
     render();
   }

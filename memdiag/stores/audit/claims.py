@@ -52,11 +52,14 @@ class SubjectValues:
     latest: Claim | None  # the newest claim, when every claim is dated
     current: list[Claim] | None  # the cluster holding ``latest``
     tenant: str = ""  # "user_id=mia" in a multi-tenant store
+    who: str = ""  # the person the records name, when not the user ("Tom Becker")
 
     @property
     def shown(self) -> str:
-        """The subject as messages name it: ``location``, or ``location (user_id=mia)``."""
-        return f"{self.subject} ({self.tenant})" if self.tenant else self.subject
+        """The subject as messages name it: ``location``, ``location (user_id=mia)``, or
+        ``location of Tom Becker``."""
+        name = f"{self.subject} of {self.who}" if self.who else self.subject
+        return f"{name} ({self.tenant})" if self.tenant else name
 
     @property
     def current_values(self) -> list[Claim]:
@@ -67,20 +70,21 @@ class SubjectValues:
 def single_valued_subjects(found: Sequence[Claim]) -> list[SubjectValues]:
     """One ``SubjectValues`` per single-valued subject of each tenant, in order of first claim.
 
-    Tenants (mem0's user/agent/run ids) never contradict each other: Tom living in Paris is
-    no conflict with Mia living in Lisbon.
+    Tenants (mem0's user/agent/run ids) never contradict each other, and neither do the people
+    sentences name: Tom living in Paris is no conflict with Mia living in Lisbon, whether Tom
+    is another user_id or "Tom Becker lives in Paris" in Mia's store.
     """
-    subjects: dict[tuple[tuple[str, ...], str], list[Claim]] = {}
+    subjects: dict[tuple[tuple[str, ...], str, str], list[Claim]] = {}
     for c in found:
         if not c.multi:
-            subjects.setdefault((c.tenant, c.subject), []).append(c)
+            subjects.setdefault((c.tenant, c.who, c.subject), []).append(c)
     out: list[SubjectValues] = []
-    for (_tenant, name), group in subjects.items():
+    for (_tenant, who, name), group in subjects.items():
         clusters = cluster_values(group)
         dated = all(c.ts is not None for c in group)
         latest = max(group, key=lambda c: (c.ts, c.record)) if dated else None
         current = next(cl for cl in clusters if latest in cl) if latest else None
-        out.append(SubjectValues(name, clusters, latest, current, group[0].tenant_label()))
+        out.append(SubjectValues(name, clusters, latest, current, group[0].tenant_label(), who))
     return out
 
 

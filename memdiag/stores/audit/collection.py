@@ -19,6 +19,7 @@ from memdiag.stores.audit.conflicts import (
 )
 from memdiag.stores.audit.duplicates import (
     NearDuplicateSearch,
+    claim_duplicates,
     duplicate_findings,
     exact_duplicates,
     tenants,
@@ -82,8 +83,11 @@ def audit_collection(
         if search is not None:
             search.cancel()
         raise
+    # the same claim in other words: one memory stored twice, whatever the cosine
+    by_claim, claim_groups = claim_duplicates(data, claims, groups)
+    findings += by_claim
     if search is not None:
-        findings += search.findings()
+        findings += search.findings(claim_groups)
 
     subjects = single_valued_subjects(claims)
     marked = marked_superseded(data)

@@ -1,6 +1,10 @@
 """duplicate and near_duplicate: records that waste top-k slots.
 
-Exact duplicates (same normalized text, or bit-identical vectors) are found by hashing. Near
+Exact duplicates (same normalized text, or bit-identical vectors) are found by hashing. Records
+that state the same claim (subject, field and value, as ``Extractor.read_memory`` reads them) in
+other words are one memory stored twice whatever their cosine ("Likes a window seat" beside
+"Prefers window seats", MiniLM cosine 0.82): a ``duplicate`` whose ``detail`` says
+``{"match": "claim", ...}`` (docs/stores.md). Near
 duplicates are an exact cosine search over one representative per duplicate group
 (``memdiag.stores.neardup``), run in a worker thread: numpy's matrix products release the GIL, so
 the per-record text work of the other families proceeds meanwhile.
@@ -20,12 +24,13 @@ from typing import TYPE_CHECKING
 
 from memdiag.stores.audit.common import unique_ids
 from memdiag.stores.audit.report import SEVERITY, Finding
-from memdiag.text import normalize_document
+from memdiag.text import normalize_document, value_norm
 
 if TYPE_CHECKING:
     import numpy as np
 
     from memdiag.stores.chroma import CollectionData
+    from memdiag.stores.memories import Claim
 
 Progress = Callable[[int, int], None]
 
@@ -104,6 +109,120 @@ def duplicate_findings(data: CollectionData, uf: UnionFind) -> list[Finding]:
             )
         )
     return findings
+
+
+def claim_value_key(value: str) -> str:
+    """A value as claims compare it: normalized, each word singular ("window seat" and "window
+    seats", "peanut" and "peanuts" are one value; word order still counts: "tea over coffee" is
+    not "coffee over tea")."""
+    words = []
+    for w in value_norm(value).split():
+        if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+            w = w[:-1]
+        words.append(w)
+    return " ".join(words)
+
+
+ClaimKey = tuple[tuple[str, ...], str, str, str]  # tenant, who, field, value key
+# Above this many records stating one claim, only records with the same claims are joined
+# (the subset test is quadratic in the group).
+SUBSET_GROUP_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class ClaimGroups:
+    """Records joined as one memory (exact copies and the same claims), and each record's
+    values per (tenant, who, field), to tell near-duplicates from conflicting values."""
+
+    merged: UnionFind
+    values: dict[int, dict[tuple[tuple[str, ...], str, str], set[str]]]
+
+    def joined(self, i: int, j: int) -> bool:
+        return self.merged.find(i) == self.merged.find(j)
+
+    def other_values(self, i: int, j: int) -> bool:
+        """Whether records ``i`` and ``j`` give different values for a single-valued field
+        both state ("Lives in Berlin" / "Lives in Lisbon", cosine 0.89: a conflict, not one
+        memory)."""
+        vi, vj = self.values.get(i, {}), self.values.get(j, {})
+        return any(not (vi[f] & vj[f]) for f in vi.keys() & vj.keys())
+
+
+def claim_duplicates(
+    data: CollectionData, found: list[Claim], exact: UnionFind
+) -> tuple[list[Finding], ClaimGroups]:
+    """duplicate: records that state the same claims in other words (the exact duplicates in
+    ``exact`` are already reported), and the union of both kinds of groups.
+
+    Two records are one memory when every claim of one is a claim of the other (same tenant,
+    subject, field and value): "Prefers metric units" (units, preference) beside "Wants
+    measurements in metric units" (units). A record that states nothing is never joined.
+    """
+    keys: dict[int, set[ClaimKey]] = {}
+    values: dict[int, dict[tuple[tuple[str, ...], str, str], set[str]]] = {}
+    for c in found:
+        v = claim_value_key(c.value)
+        keys.setdefault(c.record, set()).add((c.tenant, c.who, c.subject, v))
+        if not c.multi:  # values of a multi-valued field accumulate: never a conflict
+            values.setdefault(c.record, {}).setdefault((c.tenant, c.who, c.subject), set()).add(v)
+    by_key: dict[ClaimKey, list[int]] = {}
+    for i, ks in keys.items():
+        for k in ks:
+            by_key.setdefault(k, []).append(i)
+    merged = UnionFind(len(data.ids))
+    for i in range(len(data.ids)):
+        merged.union(i, exact.find(i))
+    joined: list[tuple[int, int, ClaimKey]] = []
+    for k, members in by_key.items():
+        roots: dict[int, int] = {}
+        for i in members:
+            roots.setdefault(exact.find(i), i)
+        if len(roots) < 2:
+            continue
+        reps = sorted(roots.values())
+        if len(reps) > SUBSET_GROUP_LIMIT:
+            same: dict[frozenset[ClaimKey], int] = {}
+            for i in reps:
+                first = same.setdefault(frozenset(keys[i]), i)
+                if first != i and merged.find(first) != merged.find(i):
+                    merged.union(first, i)
+                    joined.append((first, i, k))
+            continue
+        for a_pos, a in enumerate(reps):
+            for b in reps[a_pos + 1 :]:
+                if merged.find(a) == merged.find(b):
+                    continue
+                if keys[a] <= keys[b] or keys[b] <= keys[a]:
+                    merged.union(a, b)
+                    joined.append((a, b, k))
+    groups = ClaimGroups(merged, values)
+    if not joined:
+        return [], groups
+    first_key: dict[int, ClaimKey] = {}
+    for a, _b, k in joined:
+        first_key.setdefault(merged.find(a), k)
+    findings: list[Finding] = []
+    for g in merged.groups(i for a, b, _ in joined for i in (a, b)):
+        root = merged.find(g[0])
+        members = g  # one record per exact-duplicate group (those have their own finding)
+        _tenant, who, field, _v = first_key[root]
+        value = next(
+            c.value for c in found if c.record in members and c.subject == field and c.who == who
+        )
+        texts = list(dict.fromkeys((data.documents[i] or "")[:60] for i in members))
+        about = f" about {who}" if who else ""
+        findings.append(
+            Finding(
+                "duplicate",
+                SEVERITY["duplicate"],
+                unique_ids(data.ids[i] for i in members),
+                f"{len(members)} records state the same fact{about} ({field} = {value!r}) in "
+                f"other words: {'; '.join(repr(t) for t in texts[:3])}; merge them into one",
+                data.name,
+                {"match": "claim", "field": field, "value": value, "subject": who or None},
+            )
+        )
+    return findings, groups
 
 
 class Cancelled(Exception):
@@ -193,14 +312,23 @@ class NearDuplicateSearch:
         the interpreter would otherwise wait for the worker thread to finish)."""
         self.stop.set()
 
-    def findings(self) -> list[Finding]:
-        """One near_duplicate finding per group of near-identical records."""
+    def findings(self, claims: ClaimGroups | None = None) -> list[Finding]:
+        """One near_duplicate finding per group of near-identical records. With ``claims``,
+        pairs already joined as duplicates by claim are not reported again, and pairs that
+        give different values for one field are not near-duplicates (they are conflicts)."""
         try:
             pairs = self.pending.result()
         except BaseException:
             self.cancel()
             raise
         reps = self.reps
+        if claims is not None:
+            pairs = [
+                (a, b, cos)
+                for a, b, cos in pairs
+                if not claims.joined(int(reps[a]), int(reps[b]))
+                and not claims.other_values(int(reps[a]), int(reps[b]))
+            ]
         nuf = UnionFind(len(reps))
         best: dict[int, list[float]] = {}
         for a, b, _cos in pairs:

@@ -40,16 +40,22 @@ class Finding:
     ids: tuple[str, ...]
     message: str
     collection: str | None = None
+    # what else a program needs to act on it (a duplicate by claim: ``{"match": "claim",
+    # "field": ..., "value": ...}``); only findings that carry one have the JSON key
+    detail: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of SPEC §5 (``kind``, ``severity``, ``ids``, ``message``, ...)."""
-        return {
+        """The JSON form of docs/stores.md (``kind``, ``severity``, ``ids``, ``message``, ...)."""
+        out: dict[str, Any] = {
             "kind": self.kind,
             "severity": self.severity,
             "ids": list(self.ids),
             "message": self.message,
             "collection": self.collection,
         }
+        if self.detail is not None:
+            out["detail"] = dict(self.detail)
+        return out
 
 
 @dataclass(frozen=True)

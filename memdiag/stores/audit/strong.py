@@ -25,7 +25,7 @@ def strong_fact_findings(
     facts = profile.facts
     groups: dict[tuple[tuple[str, ...], str, str], list[Claim]] = {}
     for c in claims:
-        if not c.strong:
+        if not c.strong or c.who:  # another person's facts are not the user's profile
             continue
         if facts is not None and profile.holds(c):
             continue
@@ -56,6 +56,8 @@ def disagreement_findings(
         return []
     findings: list[Finding] = []
     for s in subjects:
+        if s.who:  # the facts file is the user's profile, not Tom's
+            continue
         entries = profile.entries(s.subject)
         current = s.current_values
         if not entries or not current:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.fileio import path_stat
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.responses_items import Item, read_items
@@ -75,7 +76,7 @@ def _connect(path: str) -> Iterator[sqlite3.Connection]:
     """
     wal = Path(path + "-wal")
     with tempfile.TemporaryDirectory(prefix="memdiag-") as tmp:
-        if wal.exists():
+        if path_stat(wal) is not None:
             target = Path(tmp) / "session.db"
             shutil.copyfile(path, target)
             shutil.copyfile(wal, Path(tmp) / "session.db-wal")
