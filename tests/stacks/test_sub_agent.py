@@ -65,7 +65,7 @@ def test_the_main_agent_had_the_fact_the_sub_agent_did_not() -> None:
 def test_an_unknown_agent_lists_the_agents() -> None:
     res = runner.invoke(app, ["convert", str(STACK / "trace.json"), "--agent", "nope"])
     assert res.exit_code == 2
-    assert "no agent is 'nope' among 2" in res.output
+    assert "no agent is 'nope' among 2" in res.output and "--agent all" in res.output
     assert "travel-agent/ask_researcher/research-agent  1 call" in res.output
 
 
@@ -98,3 +98,17 @@ def test_a_broken_document_among_concatenated_ones_names_its_line(tmp_path: Path
     res = runner.invoke(app, ["convert", str(bad)])
     assert res.exit_code == 2
     assert "invalid JSON" in res.output and "Traceback" not in res.output
+
+
+def test_agent_all_reads_every_agent_each_in_its_own_session() -> None:
+    res = runner.invoke(app, ["convert", str(STACK / "trace.json"), "--agent", "all"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in res.stdout.splitlines()]
+    sessions = [x["id"] for x in lines if x.get("type") == "session"]
+    assert sessions == ["trip-7", "travel-agent/ask_researcher/research-agent@trip-7"]
+    users = [x["content"] for x in lines if x.get("role") == "user"]
+    assert users == [
+        "I'm vegetarian, by the way.",
+        "Where should I have dinner in Graça?",
+        "A good dinner place in Lisbon's Graça?",
+    ]

@@ -31,6 +31,7 @@ from memdiag.transcript.source import Choice, ChoiceNeeded, Source
 from memdiag.transcript.tracing import CallLedger
 
 UNNAMED = "(unnamed)"  # the agent of calls whose source names none
+ALL = "all"  # --agent all: every agent, the others each in sessions of their own
 MIN_ECHO = 16  # an output shorter than this (normalized) is too common to be recognised again
 
 
@@ -51,7 +52,7 @@ class AgentNeeded(ChoiceNeeded):
     def __init__(self, path: str, head: str, choices: Sequence[Choice]) -> None:
         super().__init__(path, head, "--agent", choices)
         listing = "\n".join(c.line() for c in choices)
-        self.message = f"{head}; choose one with --agent NAME:\n{listing}"
+        self.message = f"{head}; choose one with --agent NAME (or --agent all):\n{listing}"
         self.args = (f"{path}: {self.message}",)
 
 
@@ -215,9 +216,10 @@ def interpret(
     aux = auxiliary(every)
     calls = [c for i, c in enumerate(every) if i not in aux]
     aux_texts = [t for t in aux.values() if t]
-    chosen, groups = select_agent(calls, agent, source.path)
-    mine = groups[chosen].calls if chosen in groups else []
-    others = {k: g for k, g in groups.items() if k != chosen}
+    everyone_at_once = agent == ALL
+    chosen, groups = select_agent(calls, None if everyone_at_once else agent, source.path)
+    read = set(groups) if everyone_at_once else {chosen}
+    others = {k: g for k, g in groups.items() if k not in read}
     if others:
         names = ", ".join(f"{_label(k)} ({len(g.calls)})" for k, g in others.items())
         left = sum(len(g.calls) for g in others.values())
@@ -236,9 +238,10 @@ def interpret(
             f"{source.path}: {len(aux)} auxiliary {unit}(s) (a summarizer or a memory writer: "
             "their output reappears in later requests) read as window sections, not turns"
         )
-    own = [calls[i] for i in mine]
-    ends = _section_ends(own)
-    keep = {id(c) for c in own}
+    # each agent read: its own system prompt sections; with --agent all, the agents other than
+    # the main one are sessions of their own ("research-agent", or "research-agent@<session>")
+    ends = {k: _section_ends([calls[i] for i in groups[k].calls]) for k in read if k in groups}
+    keep = {id(calls[i]): k for k in read if k in groups for i in groups[k].calls}
     keys = set(groups)
     ledger = CallLedger()
     sessions: dict[str, _Session] = {}
@@ -251,17 +254,27 @@ def interpret(
             ledger.session(sid)
             yield RawSession(sid)
 
+    def session_of(sid: str | None, key: str | None) -> str | None:
+        if key == chosen:
+            return sid
+        return _label(key) + (f"@{sid}" if sid is not None else "")
+
+    if everyone_at_once:  # one agent after another: no session resumes after another
+        order = {k: n for n, k in enumerate([chosen, *(k for k in groups if k != chosen)])}
+        items = sorted(items, key=lambda x: order.get(x.agent, 0))
     for item in items:
         if isinstance(item, Search):
-            if item.agent == chosen or (item.agent not in keys and not item.nested):
-                yield from enter(item.session)
+            if item.agent in read or (item.agent not in keys and not item.nested):
+                owner = item.agent if item.agent in read else chosen
+                yield from enter(session_of(item.session, owner))
                 yield RawRetrieval(item.query, item.records, None, item.where)
             continue
         if id(item) not in keep:
             continue
-        yield from enter(item.session)
+        key = keep[id(item)]
+        yield from enter(session_of(item.session, key))
         state = sessions.setdefault(str(current), _Session())
-        yield from _one_call(item, ledger, state, ends, aux_texts)
+        yield from _one_call(item, ledger, state, ends[key], aux_texts)
 
 
 def _one_call(
