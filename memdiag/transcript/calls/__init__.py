@@ -43,7 +43,7 @@ class Call:
     outputs: tuple[RawMessage, ...]
     model: str | None = None
     usage: Usage = field(default_factory=Usage)
-    session: str | None = None  # the conversation (gen_ai.conversation.id, a thread id)
+    session: str | None = None  # the conversation (gen_ai.conversation.id, a session id)
     user: str | None = None
     agent: str | None = None
     parent: str | None = None  # the id of the span or run the call ran under
@@ -51,6 +51,12 @@ class Call:
     start: Any = None  # the source's time, as it wrote it
     markers: frozenset[str] = frozenset()
     nested: bool = False
+    thread: str | None = None  # a thread id, where the source has one beside its session
+
+    @property
+    def conversation(self) -> str | None:
+        """The conversation the call belongs to: its session, else its thread."""
+        return self.session if self.session is not None else self.thread
 
 
 @dataclass(frozen=True, slots=True)

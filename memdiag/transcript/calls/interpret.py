@@ -272,7 +272,7 @@ def interpret(
         if id(item) not in keep:
             continue
         key = keep[id(item)]
-        yield from enter(session_of(item.session, key))
+        yield from enter(session_of(item.conversation, key))
         state = sessions.setdefault(str(current), _Session())
         yield from _one_call(item, ledger, state, ends[key], aux_texts)
 
