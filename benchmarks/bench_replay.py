@@ -1,4 +1,5 @@
-"""Replay benchmark (SPEC §9): all strategies over a generated transcript vs encoding it once,
+"""Replay benchmark (docs/reference.md#performance): all strategies over a generated transcript vs
+encoding it once,
 and against a peer: LangChain's `trim_messages` called at every turn.
 
     python benchmarks/bench_replay.py --messages 100000

@@ -1,8 +1,10 @@
-"""Rule-based extraction of key entities (name, allergy, time zone, …) from text (SPEC §1, §4).
+"""Rule-based extraction of key entities (name, allergy, time zone, …) from text
+(docs/reference.md#concepts, §4).
 
 Rules are data (``memdiag/data/rules.yaml``, plus an optional user file with the same format):
 each names a field and regexes whose named group ``value`` captures the value. The scratchpad
-strategy pins what they find; ``strong_facts`` finds the SPEC §1 strong facts a replay tracks
+strategy pins what they find; ``strong_facts`` finds the docs/reference.md#concepts strong facts a
+replay tracks
 when the user gives no ``--fact``. Precision matters more than recall here: a wrong pin costs
 window tokens and misleads the diagnosis, a missed one only leaves the fact to the window.
 """
@@ -100,7 +102,7 @@ class Extraction:
 
     field: str  # name, location, timezone, allergy, diet, preference, prohibition, ...
     value: str  # normalized value, e.g. "peanuts", "Mia", "UTC+8", "metric"
-    strong: bool  # SPEC §1 strong fact
+    strong: bool  # docs/reference.md#concepts strong fact
     span: tuple[int, int]  # of the value in the text (of the whole list for split values)
     rule: str  # rule id
 
@@ -229,7 +231,8 @@ class Extractor:
     def read_memory(
         self, text: str | None, metadata: Mapping[str, Any] | None = None
     ) -> list[Extraction]:
-        """The facts one stored memory states (SPEC §6), as the audit and diagnose read them.
+        """The facts one stored memory states (docs/reference.md#stores), as the audit and diagnose
+        read them.
 
         The text is read as a statement about the user in any phrasing memory systems write
         (first or third person, a name, no subject; English or Chinese). An explicit metadata
@@ -558,5 +561,5 @@ def load_extractor(extra_rules_path: str | None) -> Extractor:
 
 
 def strong_facts(text: str) -> list[Extraction]:
-    """The SPEC §1 strong facts the built-in rules find in ``text``."""
+    """The docs/reference.md#concepts strong facts the built-in rules find in ``text``."""
     return [e for e in default_extractor().extract(text) if e.strong]

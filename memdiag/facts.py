@@ -1,4 +1,4 @@
-"""Facts and evidence: does a text state fact F? (SPEC §7 step 1)
+"""Facts and evidence: does a text state fact F? (docs/reference.md#verdicts step 1)
 
 Matching goes from strict to loose: normalized exact containment (score 1.0), then fuzzy
 lexical — the share of the fact's content words (light stemming) found in the text, or, for

@@ -459,7 +459,7 @@ class ReplayReport:
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
     """The strategies of a run: 'all' is every simulated one, plus `observed` when the
-    transcript recorded its windows (SPEC §2b)."""
+    transcript recorded its windows (docs/reference.md#observed-windows)."""
     from memdiag.strategies import SIMULATED
 
     if name == "all":

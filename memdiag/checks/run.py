@@ -115,7 +115,8 @@ def run_case(case: Case, spec_path: str = "") -> CaseResult:
             if needs_replay:
                 from memdiag.replay import prepare
 
-                # the facts file is injected whole at session start (SPEC §7), so its tokens
+                # the facts file is injected whole at session start (docs/reference.md#verdicts),
+                # so its tokens
                 # squeeze the window exactly as they do in `diagnose`; kept/lost need only
                 # the profile, not the vector store
                 memory_text, memory_tokens = (

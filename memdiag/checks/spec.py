@@ -1,4 +1,5 @@
-"""The check spec of SPEC §8: a YAML file of cases, parsed strictly before anything runs.
+"""The check spec of docs/reference.md#checks: a YAML file of cases, parsed strictly before
+anything runs.
 
 A spec lists cases; each case names a transcript and/or long-term stores, a strategy, and
 expectations about memory behaviour:
@@ -6,7 +7,7 @@ expectations about memory behaviour:
 - ``kept: FACT`` / ``lost: FACT`` (``at_turn``, default the last turn; ``kept_by`` verbatim /
   summary / pinned): the fact is (not) in the window at that turn under the case's strategy;
 - ``verdict: V`` / ``in_layer: L`` (``fact`` + ``at_turn``; default every ``forgot`` marker):
-  the diagnosis of SPEC §7 gives that verdict / layer;
+  the diagnosis of docs/reference.md#verdicts gives that verdict / layer;
 - ``fact_key: K`` (``equals: V``): the facts file holds K (with that value);
 - ``max_findings: {kind: n}``: the store audit finds at most n findings of each kind.
 

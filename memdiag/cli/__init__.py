@@ -1,6 +1,7 @@
 """The Typer app: parse flags, call one core function, render, map errors to exit codes.
 
-Exit codes (SPEC §5): 0 ok; 1 a check failed / a failure found with --fail-on; 2 bad input or
+Exit codes (docs/reference.md#commands): 0 ok; 1 a check failed / a failure found with --fail-on; 2
+bad input or
 usage; 3 internal error (one line plus where the traceback was written; --debug shows it).
 """
 

@@ -1,4 +1,5 @@
-"""The verdict decision tree of SPEC §7: which memory layer lost fact F at turn T, and why.
+"""The verdict decision tree of docs/reference.md#verdicts: which memory layer lost fact F at turn
+T, and why.
 
 1. evidence (:mod:`.evidence`): where F was stated before T (none → ``never_stated``);
 2. evidence in T's session → short-term (:mod:`.short_term`): replay the configured strategy to
@@ -124,7 +125,8 @@ def diagnose(
     all of them.
 
     ``progress(done, total)`` is called after each failure. With ``observed`` (the default), a
-    transcript that recorded its requests (SPEC §2b) is judged from them, and the simulated
+    transcript that recorded its requests (docs/reference.md#observed-windows) is judged from them,
+    and the simulated
     strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
     user cache dir. ``keep``: the run's replay context is appended to it (the --html report
     replays from it instead of counting the transcript again).

@@ -1,4 +1,5 @@
-"""Judging from what really happened (SPEC §2b): a trace's recorded requests and memory searches.
+"""Judging from what really happened (docs/reference.md#observed-windows): a trace's recorded
+requests and memory searches.
 
 - :func:`decide_observed_short_term`: the fact was stated in the failure's session; the request
   that produced the failing reply held it, or not ("the request of turn 8 did not contain u1; it

@@ -1,4 +1,5 @@
-"""Verdicts of SPEC §7, the failure layer each one falls in, and the frozen results of diagnose.
+"""Verdicts of docs/reference.md#verdicts, the failure layer each one falls in, and the frozen
+results of diagnose.
 
 A :class:`Diagnosis` carries typed :class:`Details` (one part per decision that ran); its
 ``to_dict()`` is the JSON of ``memdiag diagnose --format json``, key for key and in the same
@@ -266,7 +267,8 @@ class LongTermDetails:
 
 @dataclass(frozen=True)
 class ObservedDetails:
-    """The recorded request that produced the failing reply (SPEC §2b) and what it held."""
+    """The recorded request that produced the failing reply (docs/reference.md#observed-windows)
+    and what it held."""
 
     request: str  # id of the reply the request produced
     request_turn: int
@@ -329,7 +331,8 @@ class RecordedSearch:
 
 @dataclass(frozen=True)
 class RecordedDetails:
-    """What the trace shows of long-term memory at the failure turn (SPEC §2b)."""
+    """What the trace shows of long-term memory at the failure turn
+    (docs/reference.md#observed-windows)."""
 
     request: str
     searches: tuple[RecordedSearch, ...] = ()
@@ -431,7 +434,7 @@ class Diagnosis:
         return LAYER_OF[self.verdict]
 
     def to_dict(self) -> dict[str, Any]:
-        """The diagnosis as in ``diagnose --format json`` (SPEC §5)."""
+        """The diagnosis as in ``diagnose --format json`` (docs/reference.md#commands)."""
         return {
             "fact": self.fact,
             "at_turn": self.at_turn,

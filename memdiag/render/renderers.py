@@ -80,7 +80,7 @@ class TableRenderer(Renderer):
 
 
 class JsonRenderer(Renderer):
-    """One JSON document per run (SPEC §5)."""
+    """One JSON document per run (docs/reference.md#commands)."""
 
     def replay(self, report: ReplayReport, show: str) -> None:
         from memdiag.render.jsonout import replay_json_chunks

@@ -1,4 +1,4 @@
-"""Reading a Chroma store, never modifying it (SPEC §6, §10).
+"""Reading a Chroma store, never modifying it (docs/reference.md#stores, §10).
 
 chromadb's ``PersistentClient`` writes to the directory it opens (even to list or query), turns a
 missing or empty directory into a new store, adds its tables to any SQLite file named

@@ -1,4 +1,5 @@
-"""Naming the embedding function of a collection that did not persist one (SPEC §6).
+"""Naming the embedding function of a collection that did not persist one
+(docs/reference.md#stores).
 
 langchain-chroma and mem0 create their collections with ``embedding_function=None``: the
 vectors came from a model the store does not name. ``--embedding-function NAME`` names it:

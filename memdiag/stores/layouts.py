@@ -1,4 +1,4 @@
-"""Reading each memory library's Chroma layout as the library writes it (SPEC §6).
+"""Reading each memory library's Chroma layout as the library writes it (docs/reference.md#stores).
 
 The user never converts a store. memdiag recognizes:
 

@@ -1,4 +1,4 @@
-"""What stored memories say, for the audit and for diagnose alike (SPEC §6, §7).
+"""What stored memories say, for the audit and for diagnose alike (docs/reference.md#stores, §7).
 
 One reading of a record: its facts in any phrasing (``Extractor.read_memory``: text and
 key/category metadata), its tenant (mem0's user/agent/run ids) and its date. Conflicts and stale

@@ -1,7 +1,8 @@
 """Opening the long-term stores, and the one profile injection replay, diagnose and check use.
 
 The facts file is the profile layer: read by exact key and injected whole at every session
-start, so its tokens count in the window's ``memories`` section (SPEC §7). Every command that
+start, so its tokens count in the window's ``memories`` section (docs/reference.md#verdicts). Every
+command that
 builds a window takes that section from :meth:`LongTermStores.profile_section` (or from
 :func:`profile_memory`, which opens the facts file alone).
 """

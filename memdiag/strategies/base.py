@@ -1,4 +1,4 @@
-"""The Strategy protocol that the replay engine drives (SPEC §4).
+"""The Strategy protocol that the replay engine drives (docs/reference.md#strategies).
 
 The engine feeds a strategy *units* — a message, or an assistant tool call together with its
 tool results, which must enter and leave the window together — and, at every user message,

@@ -1,4 +1,5 @@
-"""`observed`: replay the windows a trace recorded (SPEC §2b) instead of simulating one.
+"""`observed`: replay the windows a trace recorded (docs/reference.md#observed-windows) instead of
+simulating one.
 
 At each turn the window is the request that answered the turn's user message (the first
 recorded request of the turn: what the model saw when it answered it; later requests of a tool

@@ -1,4 +1,5 @@
-"""The transcript data model (SPEC §1–§2): messages, sessions, turns, recorded summaries.
+"""The transcript data model (docs/reference.md#concepts–§2): messages, sessions, turns, recorded
+summaries.
 
 Every input format is parsed into a list of :class:`RawMessage` / :class:`RawSummary` /
 :class:`RawSession` records (one per source line or element), and :func:`build` turns that
@@ -35,7 +36,8 @@ class Message:
     name: str | None = None
     tool_calls: tuple[dict[str, Any], ...] = ()
     tool_call_id: str | None = None
-    forgot: str | None = None  # SPEC §2: an observed failure on an assistant message
+    # docs/reference.md#transcript-input: an observed failure on an assistant message
+    forgot: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # non-text blocks, extra fields
 
     @property
@@ -113,7 +115,8 @@ class Transcript:
     warnings: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()  # a benchmark's questions (LoCoMo, LongMemEval)
     probe_problems: tuple[ReadProblem, ...] = ()  # what keeps the probes from being complete
-    windows: tuple[WindowEvent, ...] = ()  # observed requests (SPEC §2b), by `before`
+    # observed requests (docs/reference.md#observed-windows), by `before`
+    windows: tuple[WindowEvent, ...] = ()
     retrievals: tuple[RetrievalEvent, ...] = ()  # recorded memory searches, by `before`
 
     def window_at(self, number: int) -> WindowEvent | None:
@@ -178,7 +181,7 @@ class RawSummary:
 
 
 # a reader may yield the probes of a benchmark, and why some could not be read, along its messages
-# and what a trace recorded of each request and memory search (SPEC §2b)
+# and what a trace recorded of each request and memory search (docs/reference.md#observed-windows)
 RawItem = RawMessage | RawSession | RawSummary | Probe | ReadProblem | RawWindow | RawRetrieval
 
 DEFAULT_SESSION = "s1"

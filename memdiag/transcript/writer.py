@@ -1,4 +1,5 @@
-"""A transcript → canonical JSON Lines (SPEC §2), the output of `memdiag convert`.
+"""A transcript → canonical JSON Lines (docs/reference.md#transcript-input), the output of `memdiag
+convert`.
 
 Loading what is written gives back the same messages (ids, roles, content, sessions, tool calls,
 markers, metadata) and the same summaries: ids are always written, so the default `m<N>` ids

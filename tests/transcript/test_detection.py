@@ -94,7 +94,8 @@ def test_anthropic_is_detected_by_blocks_in_a_later_conversation(tmp_path: Path)
 
 
 def test_canonical_jsonl_with_anthropic_blocks_stays_canonical(tmp_path: Path) -> None:
-    # SPEC §2 allows Anthropic blocks in canonical content; session lines must keep working
+    # docs/reference.md#transcript-input allows Anthropic blocks in canonical content; session
+    # lines must keep working
     path = write_jsonl(
         tmp_path / "c.jsonl",
         [

@@ -1,4 +1,5 @@
-"""Auditing long-term stores: the facts file and Chroma collections (SPEC §5, §6).
+"""Auditing long-term stores: the facts file and Chroma collections (docs/reference.md#commands,
+§6).
 
 Finding kinds and their severities:
 
@@ -150,7 +151,8 @@ def audit(
 
     if facts is not None:
         stores.append(_facts_summary(facts))
-        # The facts file is the profile tier (SPEC §7): read by key, injected whole.
+        # The facts file is the profile tier (docs/reference.md#verdicts): read by key, injected
+        # whole.
         tiers["profile"] += len(facts.entries)
         findings.extend(facts_file_findings(facts, settings.stale_after_days, options.now))
 

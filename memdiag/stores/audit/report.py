@@ -1,4 +1,5 @@
-"""What an audit returns: findings, typed store summaries, tier counts (SPEC §5, §6)."""
+"""What an audit returns: findings, typed store summaries, tier counts (docs/reference.md#commands,
+§6)."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ class AuditReport:
     """Everything ``inspect-store`` reports: stores, records per memory tier, findings.
 
     ``tiers`` counts records per memory tier (``memdiag.stores.tiers``); the JSON key stays
-    ``"layers"``, the word SPEC uses.
+    ``"layers"``, the word the docs use.
     """
 
     stores: tuple[StoreSummary, ...]

@@ -1,5 +1,6 @@
-"""Canonical JSON Lines (SPEC §2): one message, session, summary, window or retrieval object
-per line (window/retrieval: SPEC §2b, memdiag/transcript/events.py)."""
+"""Canonical JSON Lines (docs/reference.md#transcript-input): one message, session, summary, window
+or retrieval object
+per line (window/retrieval: docs/reference.md#observed-windows, memdiag/transcript/events.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Claude.ai data export `conversations.json` (SPEC §2).
+"""Claude.ai data export `conversations.json` (docs/reference.md#transcript-input).
 
 A JSON array of conversations {uuid, name, created_at, chat_messages}. Each chat message has a
 `sender` (human | assistant), `text`, and in newer exports `content` blocks and a

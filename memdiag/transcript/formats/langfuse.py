@@ -1,4 +1,5 @@
-"""Langfuse observations (SPEC §2b): the public API's observations, or a trace with them.
+"""Langfuse observations (docs/reference.md#observed-windows): the public API's observations, or a
+trace with them.
 
 Accepted: `{"data": [observation, ...]}` (``GET /api/public/v2/observations``, the SDK's
 ``api.observations.get_many()``), a trace `{"id", "sessionId"?, "observations": [...]}`

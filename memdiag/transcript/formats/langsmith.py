@@ -1,4 +1,5 @@
-"""LangSmith runs (SPEC §2b): the run dicts of ``Client.list_runs()`` / the LangChain tracer.
+"""LangSmith runs (docs/reference.md#observed-windows): the run dicts of ``Client.list_runs()`` /
+the LangChain tracer.
 
 A JSON array (or JSON Lines) of runs. ``llm`` runs carry the request: ``inputs.messages`` (the
 tracer's ``[[dumpd(message), ...]]``, or OpenAI-style dicts from ``wrap_openai`` /

@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK's `SQLiteSession` file, read directly (SPEC §2):
+"""The OpenAI Agents SDK's `SQLiteSession` file, read directly (docs/reference.md#transcript-input):
 `memdiag replay agent.db --session ID`.
 
 The SDK stores each session's Responses items as JSON text in a messages table

@@ -1,4 +1,5 @@
-"""OpenTelemetry GenAI spans (SPEC §2b): the SDK's ``span.to_json()`` form and OTLP/JSON.
+"""OpenTelemetry GenAI spans (docs/reference.md#observed-windows): the SDK's ``span.to_json()``
+form and OTLP/JSON.
 
 Inference spans (``gen_ai.operation.name`` chat / text_completion / generate_content) carry the
 request either as attributes (``gen_ai.system_instructions``, ``gen_ai.input.messages``,
