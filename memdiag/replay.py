@@ -296,7 +296,7 @@ def replay(
         fixed = system_tokens + rctx.memory_tokens + priming
         fit = strategy.fit(turn.number, fixed)
         tokens = {
-            "system": system_tokens,
+            "system": system_tokens if fit.system_tokens is None else fit.system_tokens,
             "scratchpad": fit.scratchpad_tokens,
             "summary": fit.summary_tokens,
             "memories": rctx.memory_tokens + fit.memory_tokens,

@@ -104,8 +104,9 @@ AgentOpt = Annotated[
     str | None,
     typer.Option(
         "--agent",
-        help="Claude Code session: read this subagent (its agentId, as the warning lists them, "
-        "or all) instead of the main conversation.",
+        help="A file of several agents (a Claude Code session, a trace or call log): the agent "
+        "to read (a name or id, as the warning lists them, or all); without it, the one the "
+        "human talks to.",
     ),
 ]
 ConversationOpt = Annotated[

@@ -17,7 +17,7 @@ Each returns an :class:`Outcome` and typed details; nothing is mutated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memdiag.compactions import Compaction, best_sentence, compaction_before, compactions, states
@@ -63,6 +63,79 @@ def _holds(fact: str, w: WindowEvent, indices: set[int], polarity: bool = False)
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class InjectedConflict:
+    """Two values of one single-valued field in what a request injected (its memories or
+    summary sections): the older, the newer, and whether the reply used the older."""
+
+    field: str
+    older: str
+    newer: str
+    used_older: bool
+
+
+def injected_conflict(t: Transcript, fact: str, w: WindowEvent) -> InjectedConflict | None:
+    """From the trace alone: do the request's injected sections hold an older and a newer
+    value of the fact's field (a location, a name)? The newer is the one the conversation
+    (its user messages, the earlier requests' sections) came to later; between two first seen
+    at once, the later line. ``used_older``: the reply names the older and not the newer."""
+    from memdiag.extract import default_extractor
+
+    ex = default_extractor()
+    fields = ex.stated(fact, single_only=True)
+    if not fields:
+        return None
+    name = next(iter(fields))
+
+    def values(text: str) -> list[str]:
+        return [x.value.casefold() for x in ex.extract(text) if x.field == name]
+
+    injected: list[str] = []
+    for e in w.extra:
+        if e.section in ("memories", "summary") and not e.opaque:
+            injected += [v for v in values(e.content) if v not in injected]
+    if len(injected) < 2:
+        return None
+    first: dict[str, int] = {}  # value → where the conversation first came to it
+    for m in t.messages[: w.before]:
+        if m.role == "user":
+            for v in values(m.content):
+                first.setdefault(v, m.index)
+    for other in t.windows:
+        if other.before < w.before:
+            for e in other.extra:
+                for v in values(e.content) if e.section in ("memories", "summary") else ():
+                    first.setdefault(v, other.before)
+    ranked = sorted(injected, key=lambda v: (first.get(v, w.before), injected.index(v)))
+    older, newer = ranked[0], ranked[-1]
+    reply = t.messages[w.before].content.casefold()
+    return InjectedConflict(name, older, newer, older in reply and newer not in reply)
+
+
+def _with_conflict(outcome: Outcome, conflict: InjectedConflict | None, turn: int) -> Outcome:
+    """in_context, flagged when the injected memories disagree; long_term_stale when the
+    reply used the older value."""
+    if conflict is None:
+        return outcome
+    said = (
+        f"The request of turn {turn} injected two values of {conflict.field}: "
+        f"{conflict.older!r} (older) and {conflict.newer!r} (newer)"
+    )
+    if conflict.used_older:
+        fix = (
+            f"{said}, and the reply used the older one: the write path keeps the outdated "
+            "memory. Update or delete it when the user states a new value, or inject only the "
+            "newest by time."
+        )
+        return Outcome(
+            Verdict.long_term_stale, (fix,), ("conflict_in_context", "judged_from_trace")
+        )
+    fix = f"{said}: resolve it (keep the latest value only)."
+    return replace(
+        outcome, fixes=(*outcome.fixes, fix), flags=(*outcome.flags, "conflict_in_context")
+    )
+
+
 def decide_observed_short_term(
     rctx: ReplayContext,
     failure: Failure,
@@ -100,7 +173,9 @@ def decide_observed_short_term(
             "at the prompt and the model, not at memory."
         )
         kept = replace(base, kept_by=held, compaction=_brief(comp) if comp else None)
-        return Outcome(Verdict.in_context, (fix,)), kept
+        outcome = Outcome(Verdict.in_context, (fix,))
+        conflict = injected_conflict(t, failure.fact, request) if held != "verbatim" else None
+        return _with_conflict(outcome, conflict, failure.at_turn), kept
     session = msgs[request.before].session
     earlier = [
         w
@@ -293,7 +368,10 @@ def decide_recorded_long_term(
     held = _holds(fact, request, set())
     if held is not None:
         fix = f"The request of turn {at} held it ({held}): memory delivered it."
-        return Outcome(Verdict.in_context, (fix,)), RecordedDetails(request.before_id, kept_by=held)
+        outcome = _with_conflict(
+            Outcome(Verdict.in_context, (fix,)), injected_conflict(t, fact, request), at
+        )
+        return outcome, RecordedDetails(request.before_id, kept_by=held)
     searches = retrievals_for(t, request)
     if not searches:
         text = (

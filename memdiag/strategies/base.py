@@ -96,6 +96,9 @@ class Fit:
     summary_tokens: int = 0
     message_tokens: int = 0
     memory_tokens: int = 0  # memories the strategy itself put in the window (observed)
+    # the system prompt the strategy knows the window held (observed: the request's own);
+    # None: the system messages of the stream so far
+    system_tokens: int | None = None
     overflow: bool = False  # the newest unit alone does not fit the budget
     summary_changed: bool = False
     pinned_changed: bool = False

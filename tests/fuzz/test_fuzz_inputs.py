@@ -76,8 +76,9 @@ def test_fuzz_transcripts(fmt: str) -> None:
             argv = [f"in{suffix}" if a == "T" else a for a in command]
             argv += ["--skip-invalid"] if skip else []
             argv += ["--from", fmt] if named else []
-            for flag in getattr(get(fmt), "selects", {}).values():  # choose every one
-                argv += [flag, "all"]
+            for choice, flag in getattr(get(fmt), "selects", {}).items():
+                if choice == "conversation":  # choose every one (an agent is one or another)
+                    argv += [flag, "all"]
             run_cli(f"transcript:{fmt}", argv, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
