@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.transcript.msgpack import Ext, unpack
+from memdiag.transcript.msgpack import MAX_DEPTH, Ext, unpack
 from memdiag.transcript.sqlitefile import connect_readonly
 from memdiag.transcript.toolkit import PathError, type_name
 
@@ -163,10 +163,13 @@ def _model_input(where: str, doc: dict[str, Any]) -> tuple[tuple[str, Any], ...]
     return state_messages(where, doc, "llm_input_messages")
 
 
-def plain(where: str, value: Any) -> Any:
+def plain(where: str, value: Any, depth: int = 0) -> Any:
     """A decoded value with JsonPlusSerializer's extension values replaced by plain data: a
     pydantic model (a LangChain message) by its `model_dump()`, other objects by their
-    constructor's argument (a datetime by its ISO text)."""
+    constructor's argument (a datetime by its ISO text). Extensions nest other MessagePack
+    documents, so the depth is bounded here too."""
+    if depth > MAX_DEPTH:
+        raise PathError(where, f"nested deeper than {MAX_DEPTH} values")
     if isinstance(value, Ext):
         if value.code in _CONSTRUCTED:
             try:
@@ -175,22 +178,22 @@ def plain(where: str, value: Any) -> Any:
                 raise PathError(where, str(exc)) from None
             if not isinstance(payload, list) or len(payload) < 3:
                 raise PathError(where, f"extension {value.code}: expected [module, class, value]")
-            inner = plain(where, payload[2])
+            inner = plain(where, payload[2], depth + 1)
             if isinstance(inner, dict) and "type" not in inner and isinstance(payload[1], str):
                 inner = {**inner, "type": payload[1]}  # a message dumped without its type field
             return inner
         if value.code == _DELTA_SNAPSHOT:
             try:
-                return plain(where, unpack(value.data))
+                return plain(where, unpack(value.data), depth + 1)
             except ValueError as exc:
                 raise PathError(where, str(exc)) from None
         if value.code == _NUMPY:
             return "<numpy array>"
         raise PathError(where, f"unknown extension type {value.code} (not JsonPlusSerializer's)")
     if isinstance(value, dict):
-        return {_key(k): plain(f"{where}.{_key(k)}", v) for k, v in value.items()}
+        return {_key(k): plain(f"{where}.{_key(k)}", v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [plain(f"{where}[{k}]", v) for k, v in enumerate(value)]
+        return [plain(f"{where}[{k}]", v, depth + 1) for k, v in enumerate(value)]
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return value

@@ -34,9 +34,13 @@ def test_an_agents_model_context() -> None:
     assert any("does not save the agent's system prompt" in n for n in t.notes)
 
 
-def test_a_team_lists_its_thread_and_agents() -> None:
+def test_a_team_reads_its_thread_and_names_its_agents() -> None:
+    """Without --agent, the conversation the human takes part in; a wrong name lists them."""
+    t = load(TEAM)
+    assert t.sessions == ("team",)
+    assert any("--agent NAME (planner, checker)" in w for w in t.warnings)
     with pytest.raises(ChoiceNeeded) as info:
-        load(TEAM)
+        load(TEAM, selection=Selection(agent="critic"))
     assert [c.id for c in info.value.choices] == ["team", "planner", "checker"]
     assert "--agent ID" in str(info.value)
 

@@ -162,3 +162,17 @@ def test_any_bytes_give_a_value_or_a_value_error(data: bytes) -> None:
 
 def test_a_float32_is_read_as_its_value() -> None:
     assert math.isclose(unpack(b"\xca" + struct.pack(">f", 0.1)), 0.1, rel_tol=1e-7)
+
+
+def test_extensions_nested_in_extensions_are_bounded() -> None:
+    """Each extension holds its own MessagePack document: nesting them must not recurse
+    without bound (a RecursionError would be an internal error, not a one-line one)."""
+    from memdiag.transcript.checkpoints import plain
+    from memdiag.transcript.toolkit import PathError
+
+    value: bytes = b"\xc0"
+    for _ in range(400):  # Ext(0, [module, class, <the previous level>])
+        payload = b"\x93\xa1m\xa1C" + value
+        value = b"\xc9" + struct.pack(">I", len(payload)) + b"\x00" + payload
+    with pytest.raises(PathError, match="nested deeper than"):
+        plain("x", unpack(value))

@@ -8,7 +8,8 @@
 - A team (`{type: TeamState, agent_states: {NAME: ...}}`): the group chat manager's
   `message_thread` (the conversation the human takes part in: `TextMessage`s with ids, tool
   call request/execution events, handoffs) and each agent's own model context. The transcript
-  is one of them: `--agent team` (the thread) or `--agent NAME`; without it they are listed.
+  is one of them: the thread (`--agent team`, the default: the conversation the human takes
+  part in; a warning names the agents) or `--agent NAME` (that agent's model context).
 
 An agent's system message is not saved in its state (AssistantAgent sends it with every
 request), so a note says so; `--system` supplies it.
@@ -109,7 +110,15 @@ def read(
     listed = [
         Choice(cid, "", len(v) if isinstance(v, list) else 0, unit="message") for cid, _, v in held
     ]
-    for n in choose(source.path, "agent", selects["agent"], listed, selection.agent):
+    chosen = selection.agent
+    if chosen is None and held[0][0] == TEAM:  # the conversation the human takes part in
+        chosen = TEAM
+        others = ", ".join(c.id for c in listed[1:])
+        source.warnings.append(
+            f"{source.path}: a team: read its message thread; each agent's own model context "
+            f"is --agent NAME ({others})"
+        )
+    for n in choose(source.path, "agent", selects["agent"], listed, chosen):
         cid, where, messages = held[n]
         yield RawSession(cid, 1)
         try:
