@@ -1,4 +1,5 @@
-"""Benchmark: memdiag's store audit vs chromadb's own paged `get` of the same records (SPEC §9).
+"""Benchmark: memdiag's store audit vs chromadb's own paged `get` of the same records
+(docs/reference.md#performance).
 
     python benchmarks/bench_audit.py --records 100000
     python benchmarks/bench_audit.py --sizes 100000,200000   # growth table in one run

@@ -1,4 +1,5 @@
-"""`memdiag check --jobs N` benchmark (SPEC §9): many small cases should scale with workers.
+"""`memdiag check --jobs N` benchmark (docs/reference.md#performance): many small cases should
+scale with workers.
 
     python benchmarks/bench_check.py [--cases 100] [--repeat 3]
 

@@ -1,4 +1,5 @@
-"""Benchmark: evidence ranking on a real LoCoMo conversation vs plain BM25 (SPEC §7 step 1, §9).
+"""Benchmark: evidence ranking on a real LoCoMo conversation vs plain BM25
+(docs/reference.md#verdicts step 1, §9).
 
     python benchmarks/bench_evidence.py [--dev PATH] [--facts 40]
 

@@ -1,4 +1,4 @@
-"""Load benchmark (issue 15): large runs complete with bounded memory, and profile injection
+"""Load benchmark: large runs complete with bounded memory, and profile injection
 is no longer quadratic.
 
     python benchmarks/bench_load.py                      # all three, default sizes
@@ -144,7 +144,7 @@ def bench_diagnose(folder: Path, messages: int) -> dict[str, float]:
 
 
 def _old_injection(stores: object, counter: object, max_tokens: int) -> int:
-    """The injection before issue 15: re-render and re-count every prefix (quadratic)."""
+    """The old injection: re-render and re-count every prefix (quadratic)."""
     from memdiag.stores.open import render_profile
 
     kept: list[object] = []

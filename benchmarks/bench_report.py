@@ -1,4 +1,4 @@
-"""Interactive report benchmark (issue 13): file size and time to open, 10,000 vs 1,000 messages.
+"""Interactive report benchmark: file size and time to open, 10,000 vs 1,000 messages.
 
     python benchmarks/bench_report.py                 # 1,000 and 10,000 messages
     python benchmarks/bench_report.py --messages 1000 10000 40000

@@ -1,4 +1,5 @@
-"""Start-up benchmark (SPEC §9): small runs start as fast as tiktoken alone, --help stays light.
+"""Start-up benchmark (docs/reference.md#performance): small runs start as fast as tiktoken alone,
+--help stays light.
 
     python benchmarks/bench_startup.py [--repeat 15]
 

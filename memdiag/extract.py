@@ -1,8 +1,10 @@
-"""Rule-based extraction of key entities (name, allergy, time zone, …) from text (SPEC §1, §4).
+"""Rule-based extraction of key entities (name, allergy, time zone, …) from text
+(docs/reference.md#concepts, §4).
 
 Rules are data (``memdiag/data/rules.yaml``, plus an optional user file with the same format):
 each names a field and regexes whose named group ``value`` captures the value. The scratchpad
-strategy pins what they find; ``strong_facts`` finds the SPEC §1 strong facts a replay tracks
+strategy pins what they find; ``strong_facts`` finds the docs/reference.md#concepts strong facts a
+replay tracks
 when the user gives no ``--fact``. Precision matters more than recall here: a wrong pin costs
 window tokens and misleads the diagnosis, a missed one only leaves the fact to the window.
 """
@@ -22,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.subjects import entity_person, unlabel
 from memdiag.text import (
-    ENTITY_LINE,
-    PERSON_TYPES,
     LazyPattern,
     as_first_person,
     has_cjk,
@@ -100,7 +101,7 @@ class Extraction:
 
     field: str  # name, location, timezone, allergy, diet, preference, prohibition, ...
     value: str  # normalized value, e.g. "peanuts", "Mia", "UTC+8", "metric"
-    strong: bool  # SPEC §1 strong fact
+    strong: bool  # docs/reference.md#concepts strong fact
     span: tuple[int, int]  # of the value in the text (of the whole list for split values)
     rule: str  # rule id
 
@@ -229,7 +230,8 @@ class Extractor:
     def read_memory(
         self, text: str | None, metadata: Mapping[str, Any] | None = None
     ) -> list[Extraction]:
-        """The facts one stored memory states (SPEC §6), as the audit and diagnose read them.
+        """The facts one stored memory states (docs/reference.md#stores), as the audit and diagnose
+        read them.
 
         The text is read as a statement about the user in any phrasing memory systems write
         (first or third person, a name, no subject; English or Chinese). An explicit metadata
@@ -237,17 +239,13 @@ class Extractor:
         ``value`` or from the text; a ``category`` naming a known field stands in when the text
         states nothing the rules recognize. Odd metadata types are ignored, never an error.
         """
-        found = self.extract(as_first_person(text)) if text else []
-        if text and "(" in text:
+        # "Name: Mia Lopez", "Mia Lopez(Person): ..." as sentences first (memdiag.subjects)
+        found = self.extract(as_first_person(unlabel(text))) if text else []
+        person = entity_person(text) if text and "(" in text else None
+        if person is not None and not any(e.field == "name" for e in found):
             # CrewAI's entity memory names a person: "Mia Lopez(Person): ..." states a name
-            entity = ENTITY_LINE.match(text)
-            if entity is not None and entity.group("type").strip().lower() in PERSON_TYPES:
-                name = " ".join(entity.group("name").split())
-                if name and not any(e.field == "name" for e in found):
-                    span = entity.span("name")
-                    found.insert(
-                        0, Extraction("name", name, self.is_strong("name"), span, "entity")
-                    )
+            name, span = person
+            found.insert(0, Extraction("name", name, self.is_strong("name"), span, "entity"))
         meta = metadata or {}
         key = _first_text(meta, SUBJECT_KEYS)
         if key is not None:
@@ -558,5 +556,5 @@ def load_extractor(extra_rules_path: str | None) -> Extractor:
 
 
 def strong_facts(text: str) -> list[Extraction]:
-    """The SPEC §1 strong facts the built-in rules find in ``text``."""
+    """The docs/reference.md#concepts strong facts the built-in rules find in ``text``."""
     return [e for e in default_extractor().extract(text) if e.strong]

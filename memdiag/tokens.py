@@ -1,4 +1,5 @@
-"""Exact token accounting (SPEC §3): tiktoken encodings that work offline, chat overhead.
+"""Exact token accounting (docs/reference.md#tokens): tiktoken encodings that work offline, chat
+overhead.
 
 The cl100k_base and o200k_base rank files ship in ``memdiag/data/tiktoken``, checked against
 the hash tiktoken itself pins, so counts are exact with no network. Decoded once, they are kept
@@ -99,8 +100,8 @@ def get_encoding(name: str) -> tiktoken.Encoding:
         except _WouldDownload:
             raise UsageError(
                 f"encoding {name!r} is not bundled with memdiag and not in tiktoken's cache; "
-                "memdiag does not download it (no network, SPEC §10): use o200k_base or "
-                "cl100k_base, or put it in TIKTOKEN_CACHE_DIR"
+                "memdiag does not download it (no network, docs/reference.md#safety): use "
+                "o200k_base or cl100k_base, or put it in TIKTOKEN_CACHE_DIR"
             ) from None
         except ValueError:
             raise UsageError(

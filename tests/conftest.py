@@ -71,7 +71,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
         report.longrepr = f"skipped, but MEMDIAG_REQUIRE_ALL forbids skips: {reason}"
 
 
-# --- network guard (SPEC §10): the suite may talk to loopback only -------------------------------
+# --- network guard (docs/reference.md#safety): the suite may talk to loopback only
+# -------------------------------
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 OUTSIDE_ATTEMPTS: list[str] = []

@@ -1,4 +1,4 @@
-"""The layout rules of issue 9, checked on the source: imports only go downward (no cycles,
+"""The layout rules, checked on the source: imports only go downward (no cycles,
 function-level imports included), modules stay small, and only cli/ and render/ import the
 terminal libraries (Typer, Rich)."""
 

@@ -67,7 +67,8 @@ def test_in_context_when_budget_is_large():
 def test_never_stated():
     d = run(DEMO, 400, facts=["vegetarian diet"], at=8)[0]
     assert d.verdict == "never_stated" and d.layer == "none"
-    # the best candidates are still reported (SPEC §7 step 1), none close enough to count
+    # the best candidates are still reported (docs/reference.md#verdicts step 1), none close enough
+    # to count
     assert not any(e.passes for e in d.evidence)
     assert "vegetarian" not in " ".join(e.text for e in d.evidence).lower()
 

@@ -49,9 +49,11 @@ def run(*argv: str) -> str:
 
 
 def twice(*argv: str) -> str:
-    """The output of a run, checked to be the same bytes when run again."""
+    """The output of a run, checked to be the same bytes when run again, and free of the home
+    folder (the tests' HOME, where memdiag's caches live)."""
     first = run(*argv)
     assert run(*argv) == first, f"memdiag {' '.join(argv)} differs between two runs"
+    assert os.environ["HOME"] not in first, f"memdiag {' '.join(argv)} prints the home folder"
     return first
 
 
@@ -271,7 +273,8 @@ def test_chroma_commands_validate_repeat_and_hold_no_home_path(
 
 @pytest.mark.chroma
 def test_a_missing_model_is_named_without_the_home_path(tmp_path: Path, monkeypatch) -> None:
-    """Without the model, the reason names where it was looked for as `~/...`."""
+    """Without the model, the JSON names the model and how to get it, and no home path (where
+    memdiag looked is narration on stderr, written `~/...`)."""
     monkeypatch.delenv("MEMDIAG_ONNX_MODEL_DIR", raising=False)
     home = tmp_path / "home-of-mia"
     home.mkdir()
@@ -282,7 +285,9 @@ def test_a_missing_model_is_named_without_the_home_path(tmp_path: Path, monkeypa
     out = twice("inspect-store", "--chroma", str(store), "--format", "json")
     (entry,) = validate("inspect-store", out)["stores"]
     assert entry["retrieval_checks"] == "skipped"
-    assert "~/.cache/chroma/onnx_models/all-MiniLM-L6-v2" in entry["retrieval_reason"]
+    assert "all-MiniLM-L6-v2" in entry["retrieval_reason"]
+    told = runner.invoke(app, ["inspect-store", "--chroma", str(store), "--format", "json"])
+    assert str(home) not in told.stderr
     diagnosed = twice(
         "diagnose",
         str(FIXTURES / "longterm.jsonl"),

@@ -1,5 +1,6 @@
 """The suite runs with every non-loopback connection refused (tests/conftest.py), and every
-command on every fixture opens none (SPEC §10: no network unless the user configures one)."""
+command on every fixture opens none (docs/reference.md#safety: no network unless the user
+configures one)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The `observed` strategy and diagnosis from what the agent really saw (SPEC §2b).
+"""The `observed` strategy and diagnosis from what the agent really saw
+(docs/reference.md#observed-windows).
 
 The OpenTelemetry fixture's agent sends the system prompt and its last 6 messages, and reports
 prompt tokens that are exactly the OpenAI chat count of the request (computed by the fixture

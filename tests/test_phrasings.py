@@ -1,5 +1,6 @@
-"""One fact model for every phrasing memory systems write (SPEC §6), and sentences that state
-nothing (issue 11).
+"""One fact model for every phrasing memory systems write (docs/reference.md#stores), and sentences
+that state
+nothing.
 
 The matrix: every field of the built-in rules file × four phrasings (first person, third person
 "User …"/"用户…", a named subject or pronoun, no subject) × English and Chinese. Each cell must

@@ -1,4 +1,5 @@
-"""Evidence as a ranking (SPEC §7 step 1): fixtures with known gold turns, every speaker, CJK,
+"""Evidence as a ranking (docs/reference.md#verdicts step 1): fixtures with known gold turns, every
+speaker, CJK,
 facts of another conversation, the embedding cache, and a property for exact statements."""
 
 from __future__ import annotations
@@ -347,11 +348,24 @@ def test_diagnose_json_lists_ranked_candidates(
     assert other["verdict"] == "never_stated" and other["evidence"]  # nearest, not stated
     assert not any(e["stated"] for e in other["evidence"])
     assert "cache off" in other["details"]["semantic_search"]
-    CliRunner().invoke(app, [*args, *facts])
+    filled = CliRunner().invoke(app, [*args, *facts])
     assert any((cache / "embeddings").rglob("*.sqlite"))
     again = CliRunner().invoke(app, [*args, *facts])
+    # the JSON is the same bytes whether the embeddings were computed or read from the cache
+    # (docs/reference.md#json-output); the ranking's own counts show the cache was used
+    assert again.stdout == filled.stdout
     note = json.loads(again.stdout)["diagnoses"][0]["details"]["semantic_search"]
-    assert "(0 embedded" in note
+    assert note.endswith("sentences of every speaker compared")
+    from memdiag.replay import EVIDENCE_ROLES
+
+    t = load(DANA)
+    index, _ = evidence_index(t, roles=EVIDENCE_ROLES)
+    try:
+        index.rank([("Dana relocated from Chicago.", t.turn(8).user_index + 1)])
+    finally:
+        assert index.cache is not None
+        index.cache.close()
+    assert index.stats.sentences > 0 and index.stats.embedded == 0
 
 
 def test_only_the_most_recent_messages_are_embedded(model_dir: Path) -> None:

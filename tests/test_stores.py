@@ -1,4 +1,5 @@
-"""Long-term stores: facts file, Chroma reading (read-only), audit, retrieval (SPEC §6, §7).
+"""Long-term stores: facts file, Chroma reading (read-only), audit, retrieval
+(docs/reference.md#stores, §7).
 
 Stores are built at test time from the readable fixtures in fixtures/memories/ with real chromadb
 and Chroma's real default embedding model (offline copy); nothing of chromadb is mocked.

@@ -1,4 +1,4 @@
-"""`memdiag check` (SPEC §8): memory regression checks from a YAML spec, for CI.
+"""`memdiag check` (docs/reference.md#checks): memory regression checks from a YAML spec, for CI.
 
 :mod:`.spec` parses and validates the spec (every error names ``file:line``, before any case
 runs); :mod:`.run` runs the cases (``--jobs`` in worker processes) into frozen results.

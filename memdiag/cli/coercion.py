@@ -1,4 +1,4 @@
-"""Option values coerced without pydantic, so that a small run starts fast (issue 14).
+"""Option values coerced without pydantic, so that a small run starts fast.
 
 Typer 0.2x coerces every parameter of a command through a pydantic ``TypeAdapter``, built when
 the command is parsed, even for options left at their default. Importing pydantic and building

@@ -1,6 +1,6 @@
 """memdiag's command classes: typer's, with options coerced without pydantic
 (:mod:`memdiag.cli.coercion`) and ``--help`` drawn without ``typer.rich_utils``
-(:mod:`memdiag.cli.help`); both keep a small run's start-up light (issue 14)."""
+(:mod:`memdiag.cli.help`); both keep a small run's start-up light."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""memdiag's ``--help``, drawn with a few Rich parts (issue 14).
+"""memdiag's ``--help``, drawn with a few Rich parts.
 
 Typer draws Rich help through ``typer.rich_utils``, which imports Rich's Markdown (markdown-it)
 and traceback (pygments) modules first: 2.3x the import of typer and rich before a line is

@@ -1,4 +1,4 @@
-"""Step 1 of SPEC §7: where fact F was stated before turn T, as a ranking.
+"""Step 1 of docs/reference.md#verdicts: where fact F was stated before turn T, as a ranking.
 
 Evidence named by a benchmark probe comes first (method ``given``). Otherwise every message
 before T, from every speaker, is ranked by :mod:`memdiag.ranking` (exact, lexical, semantic and

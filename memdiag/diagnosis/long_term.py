@@ -1,4 +1,5 @@
-"""Step 3 of SPEC §7: the fact was stated only in earlier sessions, so long-term memory had to
+"""Step 3 of docs/reference.md#verdicts: the fact was stated only in earlier sessions, so long-term
+memory had to
 carry it: the facts file (profile layer) and the vector store (write → retrieve → inject).
 
 The facts file is read by exact key and injected whole at every session start. The vector
@@ -324,7 +325,8 @@ def _contradicting(
     fact: str, record: MemoryRecord, hits: list[Hit], own_ids: set[str]
 ) -> list[Contradiction]:
     """Hits that give another value for a field the fact (or its record) states: from their
-    text or from the same metadata key, and only from the record's own tenant (SPEC §6)."""
+    text or from the same metadata key, and only from the record's own tenant
+    (docs/reference.md#stores)."""
     from memdiag.stores.memories import contradictions
 
     found = contradictions(fact, record.document or "", record.metadata, hits, own_ids)

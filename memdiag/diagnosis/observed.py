@@ -1,4 +1,5 @@
-"""Judging from what really happened (SPEC §2b): a trace's recorded requests and memory searches.
+"""Judging from what really happened (docs/reference.md#observed-windows): a trace's recorded
+requests and memory searches.
 
 - :func:`decide_observed_short_term`: the fact was stated in the failure's session; the request
   that produced the failing reply held it, or not ("the request of turn 8 did not contain u1; it
@@ -16,8 +17,10 @@ Each returns an :class:`Outcome` and typed details; nothing is mutated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
+from memdiag.compactions import Compaction, best_sentence, compaction_before, compactions, states
 from memdiag.diagnosis.short_term import kept_at, smallest_budget
 from memdiag.diagnosis.verdicts import (
     Failure,
@@ -45,14 +48,92 @@ def request_for(t: Transcript, turn: int, marker_id: str | None = None) -> Windo
     return t.window_at(turn)
 
 
-def _holds(fact: str, w: WindowEvent, indices: set[int]) -> str | None:
-    """What in request ``w`` holds the fact: 'verbatim', or the section of a readable extra."""
+def _holds(fact: str, w: WindowEvent, indices: set[int], polarity: bool = False) -> str | None:
+    """What in request ``w`` holds the fact: 'verbatim', or the section of a readable extra.
+
+    ``polarity``: a summary must state it with the same polarity (a coding agent's compaction
+    summary that says "add X" does not carry "never add X"; docs/coding-agents.md)."""
     if indices & set(w.indices):
         return "verbatim"
     for e in w.extra:
-        if not e.opaque and e.content and match(fact, e.content) is not None:
+        if e.opaque or not e.content:
+            continue
+        if states(fact, e.content) if polarity else match(fact, e.content) is not None:
             return e.section
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedConflict:
+    """Two values of one single-valued field in what a request injected (its memories or
+    summary sections): the older, the newer, and whether the reply used the older."""
+
+    field: str
+    older: str
+    newer: str
+    used_older: bool
+
+
+def injected_conflict(t: Transcript, fact: str, w: WindowEvent) -> InjectedConflict | None:
+    """From the trace alone: do the request's injected sections hold an older and a newer
+    value of the fact's field (a location, a name)? The newer is the one the conversation
+    (its user messages, the earlier requests' sections) came to later; between two first seen
+    at once, the later line. ``used_older``: the reply names the older and not the newer."""
+    from memdiag.extract import default_extractor
+
+    ex = default_extractor()
+    fields = ex.stated(fact, single_only=True)
+    if not fields:
+        return None
+    name = next(iter(fields))
+
+    def values(text: str) -> list[str]:
+        return [x.value.casefold() for x in ex.extract(text) if x.field == name]
+
+    injected: list[str] = []
+    for e in w.extra:
+        if e.section in ("memories", "summary") and not e.opaque:
+            injected += [v for v in values(e.content) if v not in injected]
+    if len(injected) < 2:
+        return None
+    first: dict[str, int] = {}  # value → where the conversation first came to it
+    for m in t.messages[: w.before]:
+        if m.role == "user":
+            for v in values(m.content):
+                first.setdefault(v, m.index)
+    for other in t.windows:
+        if other.before < w.before:
+            for e in other.extra:
+                for v in values(e.content) if e.section in ("memories", "summary") else ():
+                    first.setdefault(v, other.before)
+    ranked = sorted(injected, key=lambda v: (first.get(v, w.before), injected.index(v)))
+    older, newer = ranked[0], ranked[-1]
+    reply = t.messages[w.before].content.casefold()
+    return InjectedConflict(name, older, newer, older in reply and newer not in reply)
+
+
+def _with_conflict(outcome: Outcome, conflict: InjectedConflict | None, turn: int) -> Outcome:
+    """in_context, flagged when the injected memories disagree; long_term_stale when the
+    reply used the older value."""
+    if conflict is None:
+        return outcome
+    said = (
+        f"The request of turn {turn} injected two values of {conflict.field}: "
+        f"{conflict.older!r} (older) and {conflict.newer!r} (newer)"
+    )
+    if conflict.used_older:
+        fix = (
+            f"{said}, and the reply used the older one: the write path keeps the outdated "
+            "memory. Update or delete it when the user states a new value, or inject only the "
+            "newest by time."
+        )
+        return Outcome(
+            Verdict.long_term_stale, (fix,), ("conflict_in_context", "judged_from_trace")
+        )
+    fix = f"{said}: resolve it (keep the latest value only)."
+    return replace(
+        outcome, fixes=(*outcome.fixes, fix), flags=(*outcome.flags, "conflict_in_context")
+    )
 
 
 def decide_observed_short_term(
@@ -75,13 +156,26 @@ def decide_observed_short_term(
         request.source,
         size_known(request),
     )
-    held = _holds(failure.fact, request, at)
+    polar = any(ev.meta for ev in t.summaries)  # a coding agent's recorded compactions
+    held = _holds(failure.fact, request, at, polar)
+    recorded = compactions(t, rctx.costs, rctx.counter) if t.summaries else []
     if held is not None:
+        where = held
+        comp: Compaction | None = None
+        if held == "summary" and recorded:
+            k = compaction_before(t, request.before)
+            comp = recorded[k - 1] if k else None
+        if comp is not None:
+            said = _quote(best_sentence(failure.fact, comp.summary))
+            where = f"in the summary of {comp.label()}: {said}"
         fix = (
-            f"The request of turn {failure.at_turn} held it ({held}): memory delivered it. Look "
+            f"The request of turn {failure.at_turn} held it ({where}): memory delivered it. Look "
             "at the prompt and the model, not at memory."
         )
-        return Outcome(Verdict.in_context, (fix,)), replace(base, kept_by=held)
+        kept = replace(base, kept_by=held, compaction=_brief(comp) if comp else None)
+        outcome = Outcome(Verdict.in_context, (fix,))
+        conflict = injected_conflict(t, failure.fact, request) if held != "verbatim" else None
+        return _with_conflict(outcome, conflict, failure.at_turn), kept
     session = msgs[request.before].session
     earlier = [
         w
@@ -90,7 +184,7 @@ def decide_observed_short_term(
         and msgs[w.before].session == session
         and max(evidence) < w.before
     ]
-    last_seen = next((w for w in reversed(earlier) if _holds(failure.fact, w, at)), None)
+    last_seen = next((w for w in reversed(earlier) if _holds(failure.fact, w, at, polar)), None)
     after = [w for w in (*earlier, request) if last_seen is None or w.before > last_seen.before]
     dropped_in = after[0]
     covered = {mid for e in dropped_in.extra for mid in e.covers}
@@ -115,6 +209,16 @@ def decide_observed_short_term(
         "summarized_away": " (replaced by a summary that does not state it)",
         "evicted": "",
     }[mechanism]
+    comp = None
+    if mechanism != "evicted" and recorded:
+        k = compaction_before(t, dropped_in.before, ids)
+        comp = recorded[k - 1] if k else None
+    if comp is not None:
+        how = (
+            f" (replaced by the summary of {comp.label()}, which does not state it)"
+            if mechanism == "summarized_away"
+            else f" (replaced by {comp.label()}, whose content cannot be read)"
+        )
     text = f"the request of turn {failure.at_turn} did not contain {', '.join(ids)}; {where}{how}"
     details = replace(
         base,
@@ -123,8 +227,19 @@ def decide_observed_short_term(
         lost_at_turn=lost_turn,
         mechanism=mechanism,
         explanation=text,
+        compaction=_brief(comp) if comp else None,
     )
     fixes = [text[0].upper() + text[1:] + "."]
+    if comp is not None:
+        first = msgs[min(at)]
+        said = _quote(best_sentence(failure.fact, first.content))
+        summary_line = comp.meta.get("summary_line", comp.line)
+        fixes.append(
+            f"Stated in {first.id} (turn {first.turn}{_line(first.line)}): {said}; the summary "
+            f"that replaced it (line {summary_line}) should have carried it, and says: "
+            f"{_quote(comp.summary)}"
+        )
+        fixes.append(_instruction_file_fix(t.format))
     if what_if:
         budget, wi = _what_if(rctx, failure, session)
         details = replace(details, what_if=wi, what_if_budget=budget)
@@ -135,6 +250,36 @@ def decide_observed_short_term(
         else (Verdict.short_term_summarized_away)
     )
     return Outcome(verdict, tuple(fixes), flags), details
+
+
+def _quote(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def _line(line: int) -> str:
+    return f", line {line}" if line else ""
+
+
+def _brief(c: Compaction) -> dict[str, Any]:
+    """A compaction as a diagnosis names it (the replay lists its kept/dropped statements)."""
+    out = c.to_dict()
+    out.pop("kept")
+    out.pop("dropped")
+    return out
+
+
+def instruction_file(fmt: str) -> str:
+    return {"claude_code": "CLAUDE.md", "codex": "AGENTS.md"}.get(fmt, "an instruction file")
+
+
+def _instruction_file_fix(fmt: str) -> str:
+    name = instruction_file(fmt)
+    return (
+        f"Put it in {name}: instruction files are injected whole at every session start and "
+        "after every compaction, so a rule there survives it (or restate it after compacting; "
+        "check with --memory-file)."
+    )
 
 
 def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, WhatIf]:
@@ -223,7 +368,10 @@ def decide_recorded_long_term(
     held = _holds(fact, request, set())
     if held is not None:
         fix = f"The request of turn {at} held it ({held}): memory delivered it."
-        return Outcome(Verdict.in_context, (fix,)), RecordedDetails(request.before_id, kept_by=held)
+        outcome = _with_conflict(
+            Outcome(Verdict.in_context, (fix,)), injected_conflict(t, fact, request), at
+        )
+        return outcome, RecordedDetails(request.before_id, kept_by=held)
     searches = retrievals_for(t, request)
     if not searches:
         text = (

@@ -1,4 +1,5 @@
-"""Step 2 of SPEC §7: the fact was stated in T's session, so replay the strategy to T.
+"""Step 2 of docs/reference.md#verdicts: the fact was stated in T's session, so replay the strategy
+to T.
 
 ``in_context`` / ``short_term_dropped`` / ``short_term_summarized_away``, plus a what-if over
 strategies and the smallest sliding-window budget that keeps the fact.

@@ -1,4 +1,5 @@
-"""Verdicts of SPEC §7, the failure layer each one falls in, and the frozen results of diagnose.
+"""Verdicts of docs/reference.md#verdicts, the failure layer each one falls in, and the frozen
+results of diagnose.
 
 A :class:`Diagnosis` carries typed :class:`Details` (one part per decision that ran); its
 ``to_dict()`` is the JSON of ``memdiag diagnose --format json``, key for key and in the same
@@ -266,7 +267,8 @@ class LongTermDetails:
 
 @dataclass(frozen=True)
 class ObservedDetails:
-    """The recorded request that produced the failing reply (SPEC §2b) and what it held."""
+    """The recorded request that produced the failing reply (docs/reference.md#observed-windows)
+    and what it held."""
 
     request: str  # id of the reply the request produced
     request_turn: int
@@ -283,6 +285,8 @@ class ObservedDetails:
     explanation: str | None = None
     what_if: WhatIf | None = None
     what_if_budget: int | None = None  # the agent's own size: its largest request, or --budget
+    # a coding agent's compaction that kept or replaced it (docs/coding-agents.md)
+    compaction: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -300,6 +304,8 @@ class ObservedDetails:
             request["last_seen_turn"] = self.last_seen_turn
             request["last_seen_request"] = self.last_seen_request
         out: dict[str, Any] = {"strategy": "observed", "observed": request}
+        if self.compaction is not None:
+            out["compaction"] = self.compaction
         if self.kept_by is not None:
             out["kept_by"] = self.kept_by
             return out
@@ -329,7 +335,8 @@ class RecordedSearch:
 
 @dataclass(frozen=True)
 class RecordedDetails:
-    """What the trace shows of long-term memory at the failure turn (SPEC §2b)."""
+    """What the trace shows of long-term memory at the failure turn
+    (docs/reference.md#observed-windows)."""
 
     request: str
     searches: tuple[RecordedSearch, ...] = ()
@@ -365,6 +372,8 @@ class Details:
     long_term: LongTermDetails | None = None
     observed: ObservedDetails | None = None  # judged from a trace's recorded request
     recorded: RecordedDetails | None = None  # long-term, from a trace's recorded searches
+    # an instruction file (--memory-file) that states it: the procedural layer delivered it
+    memory_file: dict[str, Any] | None = None
 
     @property
     def lost_at_turn(self) -> int | None:
@@ -380,6 +389,8 @@ class Details:
 
     @property
     def kept_by(self) -> str | None:
+        if self.memory_file is not None:
+            return "memory_file"
         if self.observed is not None:
             return self.observed.kept_by
         if self.recorded is not None and self.recorded.kept_by is not None:
@@ -402,6 +413,9 @@ class Details:
             out.update(self.observed.to_dict())
         if self.recorded is not None:
             out.update(self.recorded.to_dict())
+        if self.memory_file is not None:
+            out["kept_by"] = "memory_file"
+            out["memory_file"] = self.memory_file
         return out
 
 
@@ -431,7 +445,7 @@ class Diagnosis:
         return LAYER_OF[self.verdict]
 
     def to_dict(self) -> dict[str, Any]:
-        """The diagnosis as in ``diagnose --format json`` (SPEC §5)."""
+        """The diagnosis as in ``diagnose --format json`` (docs/reference.md#commands)."""
         return {
             "fact": self.fact,
             "at_turn": self.at_turn,

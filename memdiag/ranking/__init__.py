@@ -1,4 +1,5 @@
-"""Evidence as a ranking (SPEC §7 step 1): exact, lexical, semantic and temporal rankers, fused.
+"""Evidence as a ranking (docs/reference.md#verdicts step 1): exact, lexical, semantic and temporal
+rankers, fused.
 
 ``rank_evidence`` is the one entry point: a transcript and facts in, one :class:`Ranking` per
 fact out, every message embedded at most once per run (and cached across runs).

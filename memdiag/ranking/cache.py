@@ -1,4 +1,4 @@
-"""A content-addressed embedding cache under the user cache dir (SPEC §9).
+"""A content-addressed embedding cache under the user cache dir (docs/reference.md#performance).
 
 Vectors are keyed by a hash of (model, text), so a message embedded in one run is free in the
 next, whatever transcript it came from. One SQLite file per model: safe under concurrent runs

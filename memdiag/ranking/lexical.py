@@ -1,4 +1,5 @@
-"""The lexical ranker of evidence search: BM25 over every message, CJK-aware (SPEC §7 step 1).
+"""The lexical ranker of evidence search: BM25 over every message, CJK-aware
+(docs/reference.md#verdicts step 1).
 
 Terms are light stems of content words (``memdiag.facts.stem``: allergic/allergies → allerg)
 and, for Chinese/Japanese/Korean runs that have no spaces, character unigrams and bigrams.

@@ -1,4 +1,5 @@
-"""Evidence as a ranking (SPEC §7 step 1): where was fact F stated, best candidates first.
+"""Evidence as a ranking (docs/reference.md#verdicts step 1): where was fact F stated, best
+candidates first.
 
 Rankers, strict to loose:
 - ``exact``: the normalized fact is contained in the message: always ranked first;

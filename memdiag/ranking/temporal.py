@@ -1,4 +1,5 @@
-"""Time in evidence search: a fact's dates against the dates of the sessions (SPEC §7 step 1).
+"""Time in evidence search: a fact's dates against the dates of the sessions
+(docs/reference.md#verdicts step 1).
 
 A memory says "Caroline went to a support group on 7 May 2023"; the conversation said "I went
 to a support group yesterday" in a session held on 8 May 2023. Neither words nor embeddings

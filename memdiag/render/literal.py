@@ -1,4 +1,4 @@
-"""Consoles that print text from input literally (issue 15).
+"""Consoles that print text from input literally.
 
 Rich interprets ``[...]`` in strings as markup (``[link=URL]`` makes a live terminal hyperlink)
 and passes control characters in ``Text`` straight to the terminal (an OSC 8 hyperlink, a

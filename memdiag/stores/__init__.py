@@ -1,4 +1,4 @@
-"""Long-term stores (SPEC §6): what memdiag reads and audits, never modifies.
+"""Long-term stores (docs/reference.md#stores): what memdiag reads and audits, never modifies.
 
 - ``facts_file``: the JSON facts file (the profile), parsed with line numbers and history;
 - ``chroma``: a Chroma store read-only (directory through a temporary copy, or a server);

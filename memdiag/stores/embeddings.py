@@ -1,4 +1,4 @@
-"""Resolving a collection's embedding function offline (SPEC §6).
+"""Resolving a collection's embedding function offline (docs/reference.md#stores).
 
 Chroma persists each collection's embedding function config. memdiag rebuilds it only when it
 can run locally without network: Chroma's default ONNX all-MiniLM-L6-v2, whose files are found in

@@ -1,4 +1,4 @@
-"""The JSON facts file: the exact key-value profile layer (SPEC §6).
+"""The JSON facts file: the exact key-value profile layer (docs/reference.md#stores).
 
 Three shapes are accepted:
 

@@ -1,4 +1,4 @@
-"""Exact near-duplicate search over embedding matrices (SPEC §6, §9).
+"""Exact near-duplicate search over embedding matrices (docs/reference.md#stores, §9).
 
 Every pair with cosine >= threshold is found; nothing is sampled and no ANN index is trusted
 (Chroma's HNSW misses neighbours). The full n x n comparison is done in vectorized tiles, made

@@ -1,4 +1,4 @@
-"""Was a fact written to the vector store? (SPEC §7 step 3, first half.)
+"""Was a fact written to the vector store? (docs/reference.md#verdicts step 3, first half.)
 
 ``find_in_store`` matches the fact lexically against every stored document (normalized
 containment, fuzzy word overlap, CJK n-grams: ``memdiag.facts.match``), plus embedding similarity

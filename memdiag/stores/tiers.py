@@ -1,6 +1,6 @@
-"""Assigning stored memories to the seed's five memory tiers (SPEC §6).
+"""Assigning stored memories to the seed's five memory tiers (docs/reference.md#stores).
 
-SPEC and the JSON output call these the store "layers" (profile, session summary, episodic,
+The docs and the JSON output call these the store "layers" (profile, session summary, episodic,
 semantic, procedural); in Python they are *tiers*, so that "layer" keeps one meaning: where a
 diagnosis failed (none, short_term, long_term).
 

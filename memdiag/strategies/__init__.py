@@ -1,4 +1,4 @@
-"""Short-term memory strategies behind one registry (SPEC §4)."""
+"""Short-term memory strategies behind one registry (docs/reference.md#strategies)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ STRATEGIES: dict[str, Callable[[StrategyContext, Settings, int], Strategy]] = {
     "sliding_window": _sliding,
     "summary": _summary,
     "scratchpad": _scratchpad,
-    "observed": _observed,  # the windows a trace recorded (SPEC §2b), not a simulation
+    # the windows a trace recorded (docs/reference.md#observed-windows), not a simulation
+    "observed": _observed,
 }
 SIMULATED = ("sliding_window", "summary", "scratchpad")
 

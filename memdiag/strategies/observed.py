@@ -1,4 +1,5 @@
-"""`observed`: replay the windows a trace recorded (SPEC §2b) instead of simulating one.
+"""`observed`: replay the windows a trace recorded (docs/reference.md#observed-windows) instead of
+simulating one.
 
 At each turn the window is the request that answered the turn's user message (the first
 recorded request of the turn: what the model saw when it answered it; later requests of a tool
@@ -105,12 +106,14 @@ class Observed:
         self.summary_tokens = 0
         self.pinned_tokens = 0
         self.memory_tokens = 0
+        self.system_tokens: int | None = None
 
     def reset(self) -> list[int]:
         dropped = [i for i in self.window]
         self.window, self.inside, self.fed, self.gone = [], set(), set(), set()
         self.summary = self.pinned = ""
         self.summary_tokens = self.pinned_tokens = self.memory_tokens = 0
+        self.system_tokens = None
         return dropped
 
     def add(self, unit: Unit) -> None:
@@ -142,6 +145,12 @@ class Observed:
             fit.summary_changed = summary != self.summary
             fit.pinned_changed = pinned != self.pinned
             self.summary, self.pinned = summary, pinned
+            # the request's own system prompt: not every system message the stream held so
+            # far (a session's prompt is not the next session's, docs/traces.md)
+            self.system_tokens = sum(
+                self.ctx.costs[i] for i in request.indices if msgs[i].role == "system"
+            )
+        fit.system_tokens = self.system_tokens
         fit.summary_tokens = self.summary_tokens
         fit.scratchpad_tokens = self.pinned_tokens
         fit.memory_tokens = self.memory_tokens

@@ -1,4 +1,4 @@
-"""Summarizers for the `summary` strategy (SPEC §4), behind one registry.
+"""Summarizers for the `summary` strategy (docs/reference.md#strategies), behind one registry.
 
 A summarizer turns the previous running summary plus the messages being compressed into a new
 summary whose rendered section costs at most ``max_tokens``. **Budget semantics:** the limit

@@ -1,4 +1,5 @@
-"""Transcript loading: one :func:`load` in front of a registry of input formats (SPEC §2).
+"""Transcript loading: one :func:`load` in front of a registry of input formats
+(docs/reference.md#transcript-input).
 
 The names below are resolved on first use (PEP 562), so that importing a light submodule such
 as :mod:`memdiag.transcript.blocks` does not import every format reader.

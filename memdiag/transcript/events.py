@@ -1,4 +1,5 @@
-"""Observed windows and retrievals (SPEC §2b): what the model really saw, what memory returned.
+"""Observed windows and retrievals (docs/reference.md#observed-windows): what the model really saw,
+what memory returned.
 
 Readers of sources that record each LLM call's real input yield :class:`RawWindow` and
 :class:`RawRetrieval` items in their raw stream, next to the messages; :func:`resolve` turns them

@@ -1,4 +1,5 @@
-"""The transcript data model (SPEC §1–§2): messages, sessions, turns, recorded summaries.
+"""The transcript data model (docs/reference.md#concepts–§2): messages, sessions, turns, recorded
+summaries.
 
 Every input format is parsed into a list of :class:`RawMessage` / :class:`RawSummary` /
 :class:`RawSession` records (one per source line or element), and :func:`build` turns that
@@ -35,7 +36,8 @@ class Message:
     name: str | None = None
     tool_calls: tuple[dict[str, Any], ...] = ()
     tool_call_id: str | None = None
-    forgot: str | None = None  # SPEC §2: an observed failure on an assistant message
+    # docs/reference.md#transcript-input: an observed failure on an assistant message
+    forgot: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # non-text blocks, extra fields
 
     @property
@@ -52,6 +54,9 @@ class SummaryEvent:
     replaces_through: int  # index of the last message it covers
     session: str
     line: int = 0
+    # what the source tells of it (a coding agent's compaction: line, time, trigger, tokens
+    # before and after; docs/coding-agents.md)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +118,12 @@ class Transcript:
     warnings: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()  # a benchmark's questions (LoCoMo, LongMemEval)
     probe_problems: tuple[ReadProblem, ...] = ()  # what keeps the probes from being complete
-    windows: tuple[WindowEvent, ...] = ()  # observed requests (SPEC §2b), by `before`
+    # observed requests (docs/reference.md#observed-windows), by `before`
+    windows: tuple[WindowEvent, ...] = ()
     retrievals: tuple[RetrievalEvent, ...] = ()  # recorded memory searches, by `before`
+    # what the source can and cannot tell (a framework's state without its system prompt, a
+    # checkpoint's state that is not the model's input): said to the user, not problems
+    notes: tuple[str, ...] = ()
 
     def window_at(self, number: int) -> WindowEvent | None:
         """The observed request of turn ``number`` that produced its final reply, if recorded."""
@@ -175,10 +184,11 @@ class RawSummary:
     content: str
     replaces_through: str | None = None  # message id; None: everything before the event
     line: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 # a reader may yield the probes of a benchmark, and why some could not be read, along its messages
-# and what a trace recorded of each request and memory search (SPEC §2b)
+# and what a trace recorded of each request and memory search (docs/reference.md#observed-windows)
 RawItem = RawMessage | RawSession | RawSummary | Probe | ReadProblem | RawWindow | RawRetrieval
 
 DEFAULT_SESSION = "s1"
@@ -191,6 +201,7 @@ def build(
     format: str,
     skipped: int = 0,
     warnings: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> Transcript:
     """Assign ids, sessions and turns to a raw stream. Raises InputError on dangling references."""
     from memdiag.errors import InputError
@@ -310,7 +321,7 @@ def build(
                 line=raw.line,
             )
         owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
-        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line))
+        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line, raw.meta))
     windows, retrievals = resolve(pending_events, messages, path)
 
     return Transcript(
@@ -323,6 +334,7 @@ def build(
         session_ts=session_ts,
         skipped=skipped,
         warnings=tuple(warn),
+        notes=tuple(notes),
         probes=tuple(probes),
         probe_problems=tuple(probe_problems),
         windows=windows,

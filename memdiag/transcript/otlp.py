@@ -33,7 +33,14 @@ class Span:
         if isinstance(op, str):
             return op
         kind = self.attributes.get("openinference.span.kind")  # Arize Phoenix / OpenInference
-        return {"LLM": "chat", "RETRIEVER": "retrieval", "AGENT": "invoke_agent"}.get(str(kind))
+        if kind is not None:
+            return {"LLM": "chat", "RETRIEVER": "retrieval", "AGENT": "invoke_agent"}.get(str(kind))
+        # OpenLLMetry before the GenAI conventions: `llm.request.type`, `traceloop.span.kind`
+        request = self.attributes.get("llm.request.type")
+        if request in ("chat", "completion"):
+            return "chat" if request == "chat" else "text_completion"
+        traceloop = self.attributes.get("traceloop.span.kind")
+        return {"agent": "invoke_agent", "tool": "execute_tool"}.get(str(traceloop))
 
 
 # --- the two span encodings ----------------------------------------------------------------

@@ -13,7 +13,8 @@ the Agents SDK's sessions store. Items become canonical messages:
 - `reasoning` items are metadata of the next message (`reasoning`), not window text: OpenAI bills
   them as output, and drops them from later requests.
 - a `compaction` item (an opaque, encrypted summary) is metadata of the next message, and the
-  requests after it become observed windows (SPEC §2b) that hold it as an opaque summary
+  requests after it become observed windows (docs/reference.md#observed-windows) that hold it as an
+  opaque summary
   covering everything before it (see :func:`compaction_windows`).
 - null-filled fields of SDK dumps are dropped.
 
@@ -386,7 +387,7 @@ def read_items(
     id_suffix: str = "",
 ) -> list[RawItem]:
     """Responses items → raw messages (one session), and the observed windows that compaction
-    items tell (SPEC §2b).
+    items tell (docs/reference.md#observed-windows).
 
     ``default_id(message, k)`` names the k-th message when its item has no id (the windows
     need every id); without it they are named as the transcript would (`m<k+1>`).

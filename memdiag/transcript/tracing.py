@@ -80,6 +80,12 @@ def tool_call(call_id: Any, name: Any, arguments: Any, where: str = "") -> dict[
     }
 
 
+# where a retrieved document keeps its id and score: on the document (OpenInference's
+# `document.id` / `document.score`), else in its metadata (vector-store retrievers)
+_ID_KEYS = ("id", "doc_id", "document_id", "memory_id", "_id", "uuid")
+_SCORE_KEYS = ("score", "relevance_score", "similarity", "similarity_score")
+
+
 def records_of(value: Any, where: str) -> tuple[Record, ...]:
     """Memory records / retrieved documents: `[{id?, content, score?, metadata?}]`."""
     value = maybe_json(value, where)
@@ -98,26 +104,26 @@ def records_of(value: Any, where: str) -> tuple[Record, ...]:
         if content is None:
             raise PathError(f"{where}[{k}]", "record without 'content'")
         raw_meta = rec.get("metadata")
+        if isinstance(raw_meta, str):  # OpenInference writes a document's metadata as JSON
+            try:
+                raw_meta = json_loads(raw_meta)
+            except ValueError:
+                raw_meta = None
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-        score = rec.get("score", meta.get("score"))
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            score = None
-        rid = rec.get("id") or meta.get("id") or f"r{k + 1}"
+        score = next(
+            (
+                v
+                for v in (rec.get(key, meta.get(key)) for key in _SCORE_KEYS)
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            ),
+            None,
+        )
+        rid = next(
+            (rec.get(key) or meta.get(key) for key in _ID_KEYS if rec.get(key) or meta.get(key)),
+            f"r{k + 1}",
+        )
         out.append(Record(str(rid), as_text(content), None if score is None else float(score)))
     return tuple(out)
-
-
-@dataclass
-class Call:
-    """One LLM call as a trace records it, before messages are matched."""
-
-    where: str  # path inside the file, for errors and `source`
-    session: str | None
-    inputs: list[RawMessage]
-    outputs: list[RawMessage]
-    start: Any  # sort key
-    prompt_tokens: int | None = None
-    model: str | None = None
 
 
 def sub(obj: dict[str, Any], key: str, where: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""A transcript → canonical JSON Lines (SPEC §2), the output of `memdiag convert`.
+"""A transcript → canonical JSON Lines (docs/reference.md#transcript-input), the output of `memdiag
+convert`.
 
 Loading what is written gives back the same messages (ids, roles, content, sessions, tool calls,
 markers, metadata) and the same summaries: ids are always written, so the default `m<N>` ids
@@ -65,6 +66,8 @@ def to_canonical(transcript: Transcript) -> Iterator[dict[str, Any]]:
             record: dict[str, Any] = {"type": "summary", "content": event.content}
             if event.replaces_through >= 0:
                 record["replaces_through"] = messages[event.replaces_through].id
+            if event.meta:  # a coding agent's compaction: where and how (docs/coding-agents.md)
+                record["compaction"] = event.meta
             next_summary += 1
             yield record
 

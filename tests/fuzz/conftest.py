@@ -1,4 +1,4 @@
-"""Fuzz profiles and figures (issue 15).
+"""Fuzz profiles and figures.
 
 Two profiles, chosen by ``MEMDIAG_FUZZ``:
 

@@ -18,8 +18,11 @@ from tests.fuzz.harness import FIXTURES, fuzz_settings, run_cli
 from tests.fuzz.mutate import NASTY_TEXT, json_file, yaml_file
 
 # format → its seed (the first example it declares), for every format the registry lists that is
-# read from parsed JSON (an SQLite database is fuzzed as a file elsewhere)
-TRANSCRIPTS = {f.name: f.examples[0] for f in formats().values() if not hasattr(f, "detect_path")}
+# read from JSON text, directory readers' session files included (an SQLite database is fuzzed
+# as a file elsewhere)
+TRANSCRIPTS = {
+    f.name: f.examples[0] for f in formats().values() if f.examples[0].endswith((".json", ".jsonl"))
+}
 N = {"transcript": (3, 800), "config": (8, 900), "spec": (6, 900), "facts": (8, 1000)}
 N |= {"rules": (6, 700), "flags": (8, 700)}
 
@@ -73,8 +76,9 @@ def test_fuzz_transcripts(fmt: str) -> None:
             argv = [f"in{suffix}" if a == "T" else a for a in command]
             argv += ["--skip-invalid"] if skip else []
             argv += ["--from", fmt] if named else []
-            for flag in getattr(get(fmt), "selects", {}).values():  # choose every one
-                argv += [flag, "all"]
+            for choice, flag in getattr(get(fmt), "selects", {}).items():
+                if choice == "conversation":  # choose every one (an agent is one or another)
+                    argv += [flag, "all"]
             run_cli(f"transcript:{fmt}", argv, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""What the tests of the real-world formats share (issue 10): fixture paths, checks."""
+"""What the tests of the real-world formats share: fixture paths, checks."""
 
 from __future__ import annotations
 

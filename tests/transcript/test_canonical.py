@@ -1,4 +1,5 @@
-"""The canonical JSON Lines reader (SPEC §2) and what build() makes of it."""
+"""The canonical JSON Lines reader (docs/reference.md#transcript-input) and what build() makes of
+it."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def test_responses_compaction_is_an_observed_window() -> None:
     the items after it; a hosted web search belongs to the request that ran it."""
     pytest.importorskip(
         "memdiag.transcript.events",
-        reason="the SPEC §2b window events land with the trace formats (issue 10, branch traces)",
+        reason="the observed-window events (docs/reference.md#observed-windows) are not built",
     )
     t: Any = load(RESPONSES)
     assert [(w.before_id, w.ids) for w in t.windows] == [("ws_07", ("m9",))]
@@ -202,7 +202,8 @@ def test_responses_tool_calls_stay_paired(tmp_path: Path, history: list[dict[str
 
 
 def test_canonical_with_responses_blocks_stays_canonical(tmp_path: Path) -> None:
-    """SPEC §2 lets canonical messages hold OpenAI content blocks; chat-style tool calls and
+    """docs/reference.md#transcript-input lets canonical messages hold OpenAI content blocks;
+    chat-style tool calls and
     `tool` messages tell them from Responses items."""
     path = tmp_path / "chat.jsonl"
     records = [

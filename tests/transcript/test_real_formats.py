@@ -1,4 +1,4 @@
-"""Every reader of issue 10: canonical round trip, damaged files, CLI contracts, and the null
+"""Every chat reader: canonical round trip, damaged files, CLI contracts, and the null
 fields of the OpenAI and Anthropic SDK dumps."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Trace formats (SPEC §2b): OpenTelemetry GenAI, LangSmith, Langfuse, Letta agent files.
+"""Trace formats (docs/reference.md#observed-windows): OpenTelemetry GenAI, LangSmith, Langfuse,
+Letta agent files.
 
 Fixtures in fixtures/formats/traces/ were made by the real libraries (make_*.py beside them):
 a travel agent that trims its history, calls a tool, and searches a memory store in a second

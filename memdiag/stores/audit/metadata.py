@@ -29,7 +29,7 @@ def missing_metadata_findings(
     if no_ts:
         parts.append(f"{len(no_ts)} without a timestamp ({'/'.join(TIMESTAMP_KEYS[:4])}…)")
     if no_tier:
-        # The user-facing word is SPEC's "layer" (the metadata key is `layer` too).
+        # The user-facing word is the docs' "layer" (the metadata key is `layer` too).
         parts.append(f"{len(no_tier)} without layer metadata (layer/type/kind…)")
     return [
         Finding(

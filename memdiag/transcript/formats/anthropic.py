@@ -85,7 +85,8 @@ def _signal(conv: _Conversation) -> bool | None:
     if not top and isinstance(first, dict) and first.get("type") == "message" and "model" in first:
         return True  # a Messages API response object
     if conv.bare_lines:
-        # one message per line is canonical JSONL, which allows Anthropic blocks (SPEC §2) and
+        # one message per line is canonical JSONL, which allows Anthropic blocks
+        # (docs/reference.md#transcript-input) and
         # has session and summary lines that this reader does not know
         return False
     for _, _, msg in conv.messages:

@@ -1,4 +1,4 @@
-"""ChatGPT data export `conversations.json` (SPEC §2).
+"""ChatGPT data export `conversations.json` (docs/reference.md#transcript-input).
 
 Each conversation is a tree (`mapping`: node id → {message, parent, children}); regenerating a
 reply or editing a message adds a sibling branch. The app shows the branch that ends at

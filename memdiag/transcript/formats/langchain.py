@@ -1,4 +1,5 @@
-"""LangChain messages and LangGraph state (SPEC §2), in every form they are saved in:
+"""LangChain messages and LangGraph state (docs/reference.md#transcript-input), in every form they
+are saved in:
 
 - `messages_to_dict`: `{"type": "human", "data": {...}}`
 - `message.model_dump()`: the flat dict the LangGraph API returns

@@ -1,4 +1,5 @@
-"""Langfuse observations (SPEC §2b): the public API's observations, or a trace with them.
+"""Langfuse observations (docs/reference.md#observed-windows): the public API's observations, or a
+trace with them.
 
 Accepted: `{"data": [observation, ...]}` (``GET /api/public/v2/observations``, the SDK's
 ``api.observations.get_many()``), a trace `{"id", "sessionId"?, "observations": [...]}`
@@ -8,8 +9,9 @@ GENERATION observations carry the request in ``input`` (OpenAI-style messages, o
 provider's prompt tokens from ``usageDetails.input`` (or ``usage.input``/``promptTokens``).
 RETRIEVER observations become ``retrieval`` events. Sessions: ``sessionId``, else the file is
 one conversation (a trace is usually one turn).
-Sub-agents: a GENERATION under a TOOL observation, or under a second AGENT, is a sub-agent's
-call with its own context; it is left out and counted.
+Each GENERATION is mapped to a :class:`~memdiag.transcript.calls.Call`, its agent being the
+AGENT and TOOL observations above it; the interpreter keeps the sub-agents apart (docs/
+traces.md).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.events import RawRetrieval
+from memdiag.transcript.calls import Call, CallItem, Search, Usage
+from memdiag.transcript.calls.interpret import interpret
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.formats.langsmith import message
-from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source
 from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
-    CallLedger,
     ancestors,
     as_text,
     first_record,
@@ -38,6 +41,8 @@ name = "langfuse"
 detect_priority = 12
 # files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
 examples = ("formats/traces/langfuse_observations.json",)
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 _TYPES = {
     "GENERATION",
@@ -141,40 +146,39 @@ def detect(source: Source) -> bool:
     return _is_observation(first) or _is_trace(first)
 
 
-def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
-    yield from with_memory_tools(_read(source, skip_invalid))
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
+    yield from with_memory_tools(_read(source, skip_invalid, agent))
 
 
-def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def _read(source: Source, skip_invalid: bool, choice: str | None) -> Iterator[RawItem]:
     try:
         found = _observations(source)
     except PathError as exc:
         raise source.error(str(exc)) from None
     by_id = {str(o.get("id")): o for _, o, _ in found}
 
-    def sub_agent(o: dict[str, Any]) -> bool:
-        agents = 0
+    def agent_of(o: dict[str, Any]) -> tuple[str | None, bool]:
+        """The names of the AGENT and TOOL observations above it (outermost first), and whether
+        a TOOL is above it (an agent called as a tool)."""
+        agents: list[str] = []
+        tool = False
         for a in ancestors(o, by_id, lambda x: x.get("parentObservationId")):
-            if a.get("type") == "TOOL":
-                return True
-            agents += a.get("type") == "AGENT"
-        return agents >= 2
+            tool = tool or a.get("type") == "TOOL"
+            if a.get("type") in ("AGENT", "TOOL"):
+                agents.append(str(a.get("name") or "agent"))
+        return "/".join(reversed(agents)) or None, tool
 
-    ledger = CallLedger()
-    session: str | None = None
-    nested = 0
+    items: list[CallItem] = []
     for where, o, trace_session in sorted(found, key=lambda f: str(f[1].get("startTime", ""))):
         kind = o.get("type")
         if kind not in ("GENERATION", "RETRIEVER"):
             continue
-        if sub_agent(o):
-            nested += 1
-            continue
-        sid = o.get("sessionId") or trace_session  # else one conversation (not per trace)
-        if sid is not None and str(sid) != session:
-            session = str(sid)
-            ledger.session(session)
-            yield RawSession(session)
+        agent, nested = agent_of(o)
+        raw_sid = o.get("sessionId") or trace_session  # else one conversation (not per trace)
+        sid = None if raw_sid is None else str(raw_sid)
         try:
             if kind == "RETRIEVER":
                 query = o.get("input")
@@ -185,9 +189,8 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                     output = output.get("documents", output.get("records"))
                 if output is None:
                     continue
-                yield RawRetrieval(
-                    as_text(query), records_of(output, f"{where}.output"), None, where
-                )
+                records = records_of(output, f"{where}.output")
+                items.append(Search(where, as_text(query), records, sid, agent, nested))
                 continue
             if o.get("input") is None:
                 raise PathError(f"{where}.input", "generation with no input messages")
@@ -198,15 +201,21 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
             reject(source, skip_invalid, exc)
             continue
         model = o.get("model")
-        yield from ledger.call(
-            inputs,
-            outputs,
-            prompt_tokens=tokens,
-            model=None if model is None else str(model),
-            source=where,
+        parent = o.get("parentObservationId")
+        items.append(
+            Call(
+                where,
+                tuple(inputs),
+                tuple(outputs),
+                None if model is None else str(model),
+                Usage(tokens),
+                session=sid,
+                user=None if o.get("userId") is None else str(o["userId"]),
+                agent=agent,
+                parent=None if parent is None else str(parent),
+                id=None if o.get("id") is None else str(o["id"]),
+                start=o.get("startTime"),
+                nested=nested,
+            )
         )
-    if nested:
-        source.warnings.append(
-            f"{source.path}: {nested} generation(s) of sub-agents left out (their own "
-            "context; their answers reach this agent as tool results)"
-        )
+    yield from interpret(items, source, agent=choice, unit="generation")

@@ -1,4 +1,5 @@
-"""LangSmith runs (SPEC §2b): the run dicts of ``Client.list_runs()`` / the LangChain tracer.
+"""LangSmith runs (docs/reference.md#observed-windows): the run dicts of ``Client.list_runs()`` /
+the LangChain tracer.
 
 A JSON array (or JSON Lines) of runs. ``llm`` runs carry the request: ``inputs.messages`` (the
 tracer's ``[[dumpd(message), ...]]``, or OpenAI-style dicts from ``wrap_openai`` /
@@ -7,8 +8,9 @@ a ``window`` event, with the provider's prompt tokens from ``usage_metadata`` /
 ``token_usage``. ``retriever`` runs become ``retrieval`` events (``inputs.query``,
 ``outputs.documents``). Threads: ``extra.metadata.thread_id`` (or ``session_id`` /
 ``conversation_id``), else the file is one conversation (each turn is usually its own
-trace). Sub-agents: an ``llm`` run under a ``tool`` run belongs to an agent called as a tool,
-with its own context; it is left out and counted.
+trace). Each run is mapped to a :class:`~memdiag.transcript.calls.Call`; an ``llm`` run under
+a ``tool`` run belongs to an agent called as a tool (the interpreter keeps it apart, docs/
+traces.md), and LangChain's ``lc_source: summarization`` marks a summarizer's call.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.events import RawRetrieval
+from memdiag.transcript.calls import SUMMARIZATION, Call, CallItem, Search, Usage
+from memdiag.transcript.calls.interpret import interpret
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.formats.langchain import is_message as is_langchain_message
 from memdiag.transcript.formats.langchain import read_message as read_langchain_message
-from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source, message_from_dict
 from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
-    CallLedger,
     ancestors,
     as_text,
     first_record,
@@ -41,6 +44,8 @@ examples = (
     "formats/traces/langsmith_wrap_openai.json",
     "formats/traces/langsmith_runs.json",
 )
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
 
@@ -145,58 +150,55 @@ def detect(source: Source) -> bool:
     return _is_run(first_record(source))
 
 
-def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
-    yield from with_memory_tools(_read(source, skip_invalid))
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
+    yield from with_memory_tools(_read(source, skip_invalid, agent))
 
 
-def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def _read(source: Source, skip_invalid: bool, choice: str | None) -> Iterator[RawItem]:
     try:
         runs = _runs(source)
     except PathError as exc:
         raise source.error(str(exc)) from None
     by_id = {str(r.get("id")): r for _, r in runs if r.get("id") is not None}
 
-    def under_tool(run: dict[str, Any]) -> bool:
+    def tool_above(run: dict[str, Any]) -> str | None:
         chain = ancestors(run, by_id, lambda r: r.get("parent_run_id"))
-        return any(a.get("run_type") == "tool" for a in chain)
+        tools = (str(a.get("name") or "tool") for a in chain if a.get("run_type") == "tool")
+        return next(tools, None)
+
+    def meta(run: dict[str, Any]) -> dict[str, Any]:
+        extra = run.get("extra")
+        found = extra.get("metadata") if isinstance(extra, dict) else None
+        return found if isinstance(found, dict) else {}
 
     def thread(run: dict[str, Any]) -> str | None:
-        extra = run.get("extra")
-        meta = extra.get("metadata") if isinstance(extra, dict) else None
-        if not isinstance(meta, dict):
-            return None
+        m = meta(run)
         for key in THREAD_KEYS:
-            if meta.get(key) is not None:
-                return str(meta[key])
+            if m.get(key) is not None:
+                return str(m[key])
         return None  # one conversation: a trace is one turn of it, not a session
 
     ordered = sorted(
         runs, key=lambda wr: str(wr[1].get("dotted_order") or wr[1].get("start_time") or "")
     )
-    ledger = CallLedger()
-    session: str | None = None
-    nested = 0
+    items: list[CallItem] = []
     for where, run in ordered:
         kind = run.get("run_type")
         if kind not in ("llm", "retriever"):
             continue
-        if under_tool(run):
-            nested += 1
-            continue
+        agent = tool_above(run)
         sid = thread(run)
-        if sid is not None and sid != session:
-            session = sid
-            ledger.session(sid)
-            yield RawSession(sid)
         try:
             if kind == "retriever":
                 query = sub(run, "inputs", where).get("query", "")
                 docs = sub(run, "outputs", where).get("documents")
                 if docs is None:
                     continue  # a failed retrieval returned nothing to judge
-                yield RawRetrieval(
-                    as_text(query), records_of(docs, f"{where}.outputs.documents"), None, where
-                )
+                records = records_of(docs, f"{where}.outputs.documents")
+                items.append(Search(where, as_text(query), records, sid, agent, agent is not None))
                 continue
             inputs = _inputs(run, where)
             outputs = _outputs(run, where)
@@ -204,9 +206,21 @@ def _read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         except PathError as exc:
             reject(source, skip_invalid, exc)
             continue
-        yield from ledger.call(inputs, outputs, prompt_tokens=tokens, model=model, source=where)
-    if nested:
-        source.warnings.append(
-            f"{source.path}: {nested} run(s) of agents called as tools left out (their own "
-            "context; their answers reach this agent as tool results)"
+        source_tag = meta(run).get("lc_source")
+        items.append(
+            Call(
+                where,
+                tuple(inputs),
+                tuple(outputs),
+                model,
+                Usage(tokens),
+                session=sid,
+                agent=agent,
+                parent=None if run.get("parent_run_id") is None else str(run["parent_run_id"]),
+                id=None if run.get("id") is None else str(run["id"]),
+                start=run.get("start_time"),
+                markers=frozenset({SUMMARIZATION}) if source_tag == SUMMARIZATION else frozenset(),
+                nested=agent is not None,
+            )
         )
+    yield from interpret(items, source, agent=choice, unit="run")

@@ -1,4 +1,5 @@
-"""Letta agent files `.af` (SPEC §2b): an agent's messages and the window it really holds.
+"""Letta agent files `.af` (docs/reference.md#observed-windows): an agent's messages and the window
+it really holds.
 
 An agent file (github.com/letta-ai/agent-file) holds ``agents[]``, each with ``messages`` and
 ``in_context_message_ids``: the messages the agent's context window holds at export time, which

@@ -1,4 +1,5 @@
-"""OpenAI Responses API items (SPEC §2): a JSON array of items (what `responses.create` takes
+"""OpenAI Responses API items (docs/reference.md#transcript-input): a JSON array of items (what
+`responses.create` takes
 as `input`, what `result.to_input_list()` returns), one item per line, or one Response object
 (its `output`). How items become messages: :mod:`memdiag.transcript.responses_items`.
 """

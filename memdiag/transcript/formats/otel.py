@@ -1,4 +1,5 @@
-"""OpenTelemetry GenAI spans (SPEC §2b): the SDK's ``span.to_json()`` form and OTLP/JSON.
+"""OpenTelemetry GenAI spans (docs/reference.md#observed-windows): the SDK's ``span.to_json()``
+form and OTLP/JSON.
 
 Inference spans (``gen_ai.operation.name`` chat / text_completion / generate_content) carry the
 request either as attributes (``gen_ai.system_instructions``, ``gen_ai.input.messages``,
@@ -13,9 +14,12 @@ request either as attributes (``gen_ai.system_instructions``, ``gen_ai.input.mes
 Sessions: ``gen_ai.conversation.id`` (or OpenInference's ``session.id``, OpenLLMetry's
 association property) on the span or an ancestor; without one, the file is one conversation
 (traces are often one turn each, so a trace is not a session).
-Sub-agents: a call under two or more nested ``invoke_agent`` spans belongs to a sub-agent with
-its own context; it is left out of the transcript (its answer reaches the parent as a tool
-result) and counted in a warning.
+Also read: OpenLLMetry's flattened ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``
+attributes, and the ``gen_ai.client.inference.operation.details`` log record that holds a
+call's content when it is captured in events only.
+Each span is mapped to a :class:`~memdiag.transcript.calls.Call`, its agent being the chain of
+agent and tool spans above it; the interpreter (docs/traces.md) picks the agent the human talks
+to, and the others are listed (``--agent``).
 """
 
 from __future__ import annotations
@@ -23,14 +27,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from memdiag.transcript.calls import Call, CallItem, Search, Usage
+from memdiag.transcript.calls.interpret import interpret
 from memdiag.transcript.events import RawRetrieval
-from memdiag.transcript.model import RawItem, RawMessage, RawSession
+from memdiag.transcript.formats.base import NO_SELECTION, Selection
+from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.otlp import Span, is_otlp, is_otlp_logs, is_sdk_span, spans_of
-from memdiag.transcript.source import Source, message_from_dict
+from memdiag.transcript.source import Source, json_loads, message_from_dict
 from memdiag.transcript.toolkit import PathError, reject
 from memdiag.transcript.tracing import (
-    Call,
-    CallLedger,
     ancestors,
     as_text,
     first_record,
@@ -57,6 +62,8 @@ examples = (
     "formats/traces/otel_openai_traceloop.json",
     "formats/traces/otel_console.log",
 )
+# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
+selects = {"agent": "--agent"}
 
 INFERENCE = {"chat", "text_completion", "generate_content"}
 # a conversation: OpenTelemetry's attribute, then OpenInference's and OpenLLMetry's; without one
@@ -68,6 +75,9 @@ SESSION_KEYS = (
     "langfuse.session.id",
 )
 SEARCH = {"search_memory", "retrieval"}
+# the event (a log record bound to the span) that holds a call's content when capture is
+# EVENT_ONLY, in the GenAI conventions from 1.37 on
+DETAILS = "gen_ai.client.inference.operation.details"
 PROMPT_TOKEN_KEYS = (
     "gen_ai.usage.input_tokens",
     "gen_ai.usage.prompt_tokens",
@@ -238,11 +248,67 @@ def _openinference(items: list[Any], where: str) -> list[RawMessage]:
     return out
 
 
+def _flat_content(value: Any) -> str:
+    """OpenLLMetry's `content`: text, or content blocks as a JSON string (multimodal)."""
+    if isinstance(value, str) and value.lstrip().startswith("[{"):
+        try:
+            blocks = json_loads(value)
+        except ValueError:
+            return value
+        if isinstance(blocks, list) and all(isinstance(b, dict) and "type" in b for b in blocks):
+            return "\n".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text")
+    return as_text(value)
+
+
+def _openllmetry(items: list[Any], where: str) -> list[RawMessage]:
+    """OpenLLMetry's flattened `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` attributes:
+    role, content, tool_call_id, tool_calls.M.{id, name, arguments}."""
+    out = []
+    for k, m in enumerate(items):
+        at = f"{where}.{k}"
+        if not isinstance(m, dict):
+            raise PathError(at, "expected role / content attributes")
+        raw_calls = m.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise PathError(f"{at}.tool_calls", "expected tool_calls.M.* attributes")
+        calls = [
+            tool_call(
+                c.get("id"), c.get("name"), c.get("arguments", ""), f"{at}.tool_calls.{j}.name"
+            )
+            for j, c in enumerate(raw_calls)
+            if isinstance(c, dict)
+        ]
+        role = m.get("role", "assistant" if where.endswith("completion") else None)
+        tool_id = m.get("tool_call_id")
+        meta = {"finish_reason": m["finish_reason"]} if m.get("finish_reason") else {}
+        out.append(
+            RawMessage(
+                role_of(role, at),
+                _flat_content(m.get("content")),
+                tool_calls=tuple(calls),
+                tool_call_id=None if tool_id is None else str(tool_id),
+                metadata=meta,
+            )
+        )
+    return out
+
+
 def _messages(span: Span) -> tuple[list[RawMessage], list[RawMessage]]:
     """(inputs, outputs) of an inference span, from attributes or events."""
     a = span.attributes
     where = f"{span.where}.attributes"
     inputs: list[RawMessage] = []
+    details = next((attrs for name, attrs in span.events if name == DETAILS), None)
+    if details is not None and "gen_ai.input.messages" not in a:
+        # content captured as the log record the span names, not on the span
+        a = {**a, **details}
+        where = f"{span.where}.log record {DETAILS}"
+    if "gen_ai.prompt.0.role" in a or "gen_ai.prompt.0.content" in a:
+        inputs = _openllmetry(_unflatten(a, "gen_ai.prompt", where), f"{where}.gen_ai.prompt")
+        outputs = _openllmetry(
+            _unflatten(a, "gen_ai.completion", where), f"{where}.gen_ai.completion"
+        )
+        return inputs, outputs
     if "llm.input_messages.0.message.role" in a:
         inputs = _openinference(
             _unflatten(a, "llm.input_messages", where), f"{where}.llm.input_messages"
@@ -297,20 +363,42 @@ def detect(source: Source) -> bool:
     return is_sdk_span(first) and isinstance(first.get("attributes"), dict)
 
 
-def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def read(
+    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
+) -> Iterator[RawItem]:
+    agent = selection.agent
     try:
         spans = spans_of(source)
     except PathError as exc:
         raise source.error(str(exc)) from None
-    yield from with_memory_tools(read_spans(spans, source, skip_invalid))
+    calls = list(calls_of(spans, source, skip_invalid))
+    yield from with_memory_tools(interpret(calls, source, agent=agent, unit="span"))
 
 
-def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+def _agentish(span: Span) -> str | None:
+    """'agent' for an agent's span, 'tool' for a tool's (an agent called as a tool runs under
+    one), else None."""
+    if span.operation == "invoke_agent":
+        return "agent"
+    if span.operation == "execute_tool" or span.attributes.get("openinference.span.kind") == "TOOL":
+        return "tool"
+    return None
+
+
+def _agent_name(span: Span) -> str:
+    for key in ("gen_ai.agent.name", "gen_ai.tool.name"):
+        name = span.attributes.get(key)
+        if isinstance(name, str) and name:
+            return name
+    for prefix in ("invoke_agent ", "execute_tool "):
+        if span.name.startswith(prefix):
+            return span.name[len(prefix) :].strip() or "agent"
+    return span.name or "agent"
+
+
+def calls_of(spans: list[Span], source: Source, skip_invalid: bool) -> Iterator[CallItem]:
+    """The calls and memory searches of the spans, in time order."""
     by_id = {s.span_id: s for s in spans if s.span_id}
-
-    ledger = CallLedger()
-    session: str | None = None
-    nested = 0
     uncaptured = 0
     # OTLP starts are nanoseconds, the SDK's are ISO strings: a file mixing both sorts by kind first
     for span in sorted(spans, key=lambda s: (isinstance(s.start, str), s.start)):
@@ -318,9 +406,9 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
         if op not in INFERENCE and op not in SEARCH:
             continue
         chain = list(ancestors(span, by_id, lambda s: s.parent_id))
-        if sum(1 for a in chain if a.operation == "invoke_agent") >= 2:
-            nested += 1
-            continue
+        agents = [_agent_name(a) for a in reversed(chain) if _agentish(a)]
+        agent = "/".join(agents) or None
+        nested = any(_agentish(a) == "tool" for a in chain)
         conv = next(
             (
                 str(s.attributes[key])
@@ -330,17 +418,15 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
             ),
             None,
         )
-        if conv is not None and conv != session:
-            session = conv
-            ledger.session(conv)
-            yield RawSession(conv)
         try:
             if op in SEARCH:
                 found = _retrieval(span)
                 if found is None:
                     uncaptured += 1
                 else:
-                    yield found
+                    yield Search(
+                        span.where, found.query, found.records, conv, agent, nested, span.start
+                    )
                 continue
             inputs, outputs = _messages(span)
             if not inputs:
@@ -359,34 +445,26 @@ def read_spans(spans: list[Span], source: Source, skip_invalid: bool) -> Iterato
             or a.get("gen_ai.request.model")
             or a.get("llm.model_name")
         )
-        call = Call(
-            span.where,
-            session,
-            inputs,
-            outputs,
-            span.start,
-            next(
-                (n for key in PROMPT_TOKEN_KEYS if (n := int_or_none(a.get(key))) is not None),
-                None,
-            ),
-            None if model is None else str(model),
+        tokens = next(
+            (n for key in PROMPT_TOKEN_KEYS if (n := int_or_none(a.get(key))) is not None), None
         )
-        yield from ledger.call(
-            call.inputs,
-            call.outputs,
-            prompt_tokens=call.prompt_tokens,
-            model=call.model,
-            source=call.where,
+        yield Call(
+            span.where,
+            tuple(inputs),
+            tuple(outputs),
+            None if model is None else str(model),
+            Usage(tokens),
+            session=conv,
+            agent=agent,
+            parent=span.parent_id,
+            id=span.span_id,
+            start=span.start,
+            nested=nested,
         )
     if uncaptured:
         source.warnings.append(
             f"{source.path}: {uncaptured} memory search span(s) without their records "
             "(content capture off): not judged"
-        )
-    if nested:
-        source.warnings.append(
-            f"{source.path}: {nested} span(s) of nested sub-agents left out (their own context; "
-            "their answers reach this agent as tool results)"
         )
 
 
