@@ -11,6 +11,7 @@ import hashlib
 import http.server
 import io
 import socket
+import sys
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -280,3 +281,40 @@ def test_a_run_that_needs_no_model_says_nothing(
     _no_model(monkeypatch, tmp_path)
     r = runner.invoke(app, ["replay", str(FIXTURES / "demo.jsonl"), "--budget", "400"])
     assert r.exit_code == 0 and NOTE not in r.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal (pty)")
+def test_a_terminal_gets_a_progress_bar_to_the_total(tmp_path: Path) -> None:
+    """On a terminal (a pty here) stderr shows a download bar that reaches the archive's size;
+    a pipe (every test above) gets one 'downloading ...' line instead."""
+    import os
+    import pty
+    import re
+    import subprocess
+
+    archive = tmp_path / "onnx.tar.gz"
+    make_archive(archive, {"onnx/model.onnx": os.urandom(300_000)})  # incompressible: ~300 kB
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memdiag", "fetch-model", "--dir", str(tmp_path / "m"),
+         "--url", archive.as_uri()],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+        env={**os.environ, "COLUMNS": "120"},
+    )  # fmt: skip
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 2  # not chromadb's archive: refused after the download
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+    assert "downloading all-MiniLM-L6-v2 from file://" in text
+    done = re.findall(r"(\d+\.\d)/(\d+\.\d) kB", text)
+    assert done and done[-1][0] == done[-1][1]  # the bar reached the total
+    assert "does not match chromadb's SHA256" in text

@@ -87,6 +87,8 @@ def test_a_model_that_does_not_reproduce_the_vectors_is_not_used(
 
 
 def test_flag_overrides_identification(model_dir: Path) -> None:
+    # without the model, naming `default` raises UnavailableError: the model_dir fixture
+    # skips with the reason instead (a fresh clone failed here)
     from memdiag.stores.layouts import ReadOptions
 
     with open_chroma(str(STORES / "langchain"), ReadOptions(embedding_function="default")) as s:

@@ -119,10 +119,10 @@ def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] 
 
 @contextmanager
 def download_progress(label: str) -> Iterator[Callable[[int, int | None], None]]:
-    """A (bytes, total) download bar on stderr when it is a terminal; otherwise one line at the
-    start, so a CI log still says what is being fetched."""
+    """One line saying what is fetched from where, then a (bytes, total) download bar on stderr
+    when it is a terminal (a long URL stays on its own line, never squeezing the bar out)."""
+    stderr().print(f"downloading {label}", markup=False)
     if run_state["quiet"] or not sys.stderr.isatty():
-        stderr().print(f"downloading {label}", markup=False)
         yield lambda _done, _total: None
         return
     from rich.progress import (
@@ -142,7 +142,7 @@ def download_progress(label: str) -> Iterator[Callable[[int, int | None], None]]
         console=stderr(),
         transient=True,
     ) as bar:
-        task = bar.add_task(f"downloading {label}", total=None)
+        task = bar.add_task("download", total=None)
 
         def tick(done: int, total: int | None) -> None:
             bar.update(task, completed=done, total=total)
