@@ -285,7 +285,8 @@ def _one_call(
     aux_texts: Sequence[str],
 ) -> Iterator[RawItem]:
     inputs: list[RawMessage] = []
-    extra: list[tuple[str, bool]] = []  # (content, holds an auxiliary output)
+    # (content, holds an auxiliary output, stands as a message of its own: a summary so far)
+    extra: list[tuple[str, bool, bool]] = []
     lead = _leading_system(call.inputs)
     for k, m in enumerate(call.inputs):
         m = replace(m)  # the ledger names the messages it adds
@@ -298,12 +299,12 @@ def _one_call(
                 tail = tail[1:]  # the line the section held is gone, not its line ends twice
             stable = head + tail
             if middle.strip():
-                extra.append((middle.strip(), _holds_aux(middle, aux_texts)))
+                extra.append((middle.strip(), _holds_aux(middle, aux_texts), False))
             if not stable.strip():
                 continue
             m.content = stable
         elif m.role not in ("assistant", "tool") and _holds_aux(text, aux_texts):
-            extra.append((text, True))
+            extra.append((text, True, True))
             continue
         inputs.append(m)
     out = ledger.call(
@@ -315,12 +316,15 @@ def _one_call(
     )
     window = next((x for x in out if isinstance(x, RawWindow)), None)
     covers: tuple[str, ...] = ()
-    if window is not None and any(aux for _, aux in extra):
+    if window is not None and any(aux for _, aux, _ in extra):
         covers = _covered(state.last_window, window)
     extras: list[Extra] = []
     summary: Extra | None = None
-    for content, holds in extra:
-        if holds and (covers or SUMMARIZATION in call.markers or state.summary is not None):
+    for content, holds, alone in extra:
+        # an output standing for the conversation (a message of its own, or one that replaced
+        # messages) is a summary; inside the system prompt, with nothing dropped, memories
+        summarized = alone or covers or SUMMARIZATION in call.markers or state.summary is not None
+        if holds and summarized:
             summary = Extra("summary", content, covers=covers)
             extras.append(summary)
         else:
