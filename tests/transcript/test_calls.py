@@ -451,3 +451,24 @@ def test_summarizer_calls_never_shift_the_users_turns(
     for w in t.windows:
         for e in w.extra:
             assert e.section == "summary" and not set(e.covers) & set(w.ids)
+
+
+def test_memories_written_as_the_first_user_message_are_a_section() -> None:
+    # no call asked them: every message of the human is some call's new question
+    q1, q2, q3 = "Hi, I'm Mia from Porto.", "What's the weather?", "And tomorrow?"
+    memo1, memo2 = "Relevant memories: lives in Porto", "Relevant memories: lives in Porto; vegan"
+    calls = [
+        call([("system", SYSTEM), ("user", q1)], "Hello Mia."),
+        call([("system", SYSTEM), ("user", memo1), ("user", q1), ("assistant", "Hello Mia."),
+              ("user", q2)], "Sunny in Porto."),
+        call([("system", SYSTEM), ("user", memo2), ("user", q1), ("assistant", "Hello Mia."),
+              ("user", q2), ("assistant", "Sunny in Porto."), ("user", q3)], "Rain."),
+    ]  # fmt: skip
+    t = transcript(calls)
+    assert [m.content for m in t.messages if m.role == "user"] == [q1, q2, q3]
+    assert len(t.turns) == 3
+    assert [[(e.section, e.content) for e in w.extra] for w in t.windows] == [
+        [],
+        [("memories", memo1)],
+        [("memories", memo2)],
+    ]
