@@ -10,6 +10,9 @@ and against a peer: LangChain's `trim_messages` called at every turn.
 Prints the baseline (tiktoken-encoding every message once, measured in the same run), the time
 of a full replay of every strategy (counting included), their ratio (target ≤ 2×), time per
 message at several sizes (flat = O(n)), and the peak resident memory of the process.
+--cli N runs the commands a user runs, as processes, on N messages: the floor (parse the JSONL
+and tiktoken-encode every message once; batched and a plain loop), `replay --strategy all`
+(target ≤ 3× the loop floor's CPU, goal 2×; peak RSS ≤ 2×) and each strategy alone (≤ 1.5×).
 
 Peers: at every user turn, `trim_messages(history, strategy="last", include_system=True,
 start_on="human")` with a token counter giving memdiag's own counts (the same tiktoken
@@ -340,6 +343,15 @@ def cli_runs(n: int, repeat: int) -> None:
             "replay --strategy all (table)": [*replay_all, "--show", "none"],
             "replay --strategy all --format json": [*replay_all, "--format", "json"],
         }
+        for name in ("sliding_window", "summary", "scratchpad"):  # each alone: target <= 1.5x
+            one = [py, "-m", "memdiag", "replay", str(path), "--strategy", name]
+            cmds[f"replay --strategy {name} --format json"] = [
+                *one,
+                "--budget",
+                "4000",
+                "--format",
+                "json",
+            ]
         got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
         for _ in range(repeat):
             for label, cmd in cmds.items():
@@ -357,7 +369,7 @@ def cli_runs(n: int, repeat: int) -> None:
         wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
         rss = max(r[2] for r in runs)
         print(
-            f"  {label:<38} wall {wall:6.2f}s ({wall / floor[0]:4.2f}x)  CPU {cpu:6.2f}s "
+            f"  {label:<45} wall {wall:6.2f}s ({wall / floor[0]:4.2f}x)  CPU {cpu:6.2f}s "
             f"({cpu / floor[1]:4.2f}x)  peak RSS {rss:5.0f} MiB ({rss / floor[2]:4.2f}x)"
             f"  | vs the loop floor: wall {wall / loop[0]:4.2f}x CPU {cpu / loop[1]:4.2f}x"
         )

@@ -59,6 +59,8 @@ class LLMSettings:
 class StoreSettings:
     facts_file: str | None = None
     chroma: str | None = None
+    # a memory-store file: MCP memory graph, LangGraph items/SqliteStore, Agno, CrewAI LTM
+    memory_store: str | None = None
     collection: str | None = None
     top_k: int = 5
     max_distance: float | None = None  # a hit farther than this is not retrieved

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
+from memdiag.subjects import entity_person, unlabel
 from memdiag.text import (
-    ENTITY_LINE,
-    PERSON_TYPES,
     LazyPattern,
     as_first_person,
     has_cjk,
@@ -240,17 +239,13 @@ class Extractor:
         ``value`` or from the text; a ``category`` naming a known field stands in when the text
         states nothing the rules recognize. Odd metadata types are ignored, never an error.
         """
-        found = self.extract(as_first_person(text)) if text else []
-        if text and "(" in text:
+        # "Name: Mia Lopez", "Mia Lopez(Person): ..." as sentences first (memdiag.subjects)
+        found = self.extract(as_first_person(unlabel(text))) if text else []
+        person = entity_person(text) if text and "(" in text else None
+        if person is not None and not any(e.field == "name" for e in found):
             # CrewAI's entity memory names a person: "Mia Lopez(Person): ..." states a name
-            entity = ENTITY_LINE.match(text)
-            if entity is not None and entity.group("type").strip().lower() in PERSON_TYPES:
-                name = " ".join(entity.group("name").split())
-                if name and not any(e.field == "name" for e in found):
-                    span = entity.span("name")
-                    found.insert(
-                        0, Extraction("name", name, self.is_strong("name"), span, "entity")
-                    )
+            name, span = person
+            found.insert(0, Extraction("name", name, self.is_strong("name"), span, "entity"))
         meta = metadata or {}
         key = _first_text(meta, SUBJECT_KEYS)
         if key is not None:

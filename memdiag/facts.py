@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memdiag.text import cjk_runs, fold, has_cjk, normalize
+from memdiag.text import CJK, cjk_runs, fold, has_cjk, normalize
 
 FUZZY_THRESHOLD = 0.75
 
@@ -70,10 +70,42 @@ _fact_norm = lru_cache(maxsize=4096)(normalize)  # a fact is matched against man
 def text_terms(text: str) -> tuple[frozenset[str], str]:
     """(content word stems, normalized text) of a text: what :func:`match` compares."""
     norm = normalize(text)
-    if norm.isascii():  # no word of it can hold CJK: has_cjk need not run once per word
-        return frozenset(stem(w) for w in _WORD.findall(norm)), norm
-    words = frozenset(stem(w) for w in _WORD.findall(norm) if not has_cjk(w))
-    return words, norm
+    return text_words(norm), norm
+
+
+def text_words(norm: str) -> frozenset[str]:
+    """Stems of the words of a normalized text that hold no CJK (those match by n-grams)."""
+    words = _WORD.findall(norm)
+    if norm.isascii():  # no word of it can hold CJK: no test per word
+        return frozenset(stem(w) for w in words)
+    search = CJK.search
+    return frozenset(stem(w) for w in words if w.isascii() or search(w) is None)
+
+
+class LineTerms:
+    """``text_terms`` of texts made of lines that recur (a running summary, pinned facts).
+
+    A word never spans a newline, so a text's words are the union of its lines' words: each
+    distinct line is normalized and stemmed once per run, the whole text only normalized.
+    """
+
+    def __init__(self) -> None:
+        self._lines: dict[str, frozenset[str]] = {}
+        self._last: tuple[str, tuple[frozenset[str], str]] | None = None  # every fact asks
+
+    def __call__(self, text: str) -> tuple[frozenset[str], str]:
+        if self._last is not None and self._last[0] == text:
+            return self._last[1]
+        words: set[str] = set()
+        known = self._lines
+        for line in text.split("\n"):
+            found = known.get(line)
+            if found is None:
+                found = known[line] = text_words(normalize(line))
+            words |= found
+        out = (frozenset(words), normalize(text))
+        self._last = (text, out)
+        return out
 
 
 def match(
@@ -82,11 +114,13 @@ def match(
     threshold: float = FUZZY_THRESHOLD,
     folded: str | None = None,
     terms: Callable[[str], tuple[frozenset[str], str]] = text_terms,
+    bounded: bool = False,
 ) -> Match | None:
     """How well ``text`` states ``fact``; None below ``threshold``.
 
     ``folded`` is ``fold(text)`` when the caller already has it (one text, many facts);
-    ``terms`` gives :func:`text_terms` of the text (a run keeps them for all its messages).
+    ``terms`` gives :func:`text_terms` of the text (a run keeps them for all its messages);
+    ``bounded``: the text is known to pass the cheap bound below (a ``TermIndex`` candidate).
     """
     words, grams = fact_terms(fact)
     total = len(words) + len(grams)
@@ -97,7 +131,9 @@ def match(
     # messages fail here, which keeps evidence search over long transcripts fast.
     if folded is None:
         folded = fold(text)
-    if total:
+    if total and bounded:
+        pass
+    elif total:
         needed = math.ceil(threshold * total - 1e-9)
         present = sum(1 for w in words if w in folded) + sum(1 for g in grams if g in folded)
         if present < needed:

@@ -13,14 +13,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
+from memdiag.facts import FUZZY_THRESHOLD, LineTerms, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
+
+if TYPE_CHECKING:
+    from memdiag.compactions import Compaction
+    from memdiag.memory_files import MemoryFile
 
 Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
@@ -91,6 +96,7 @@ class ReplayContext:
     memory_tokens: int = 0  # injected long-term memories, every turn
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    _remembered: set[str] = field(default_factory=set, repr=False)  # not found by the words
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
@@ -111,11 +117,11 @@ class ReplayContext:
             folded = self._folded()
             keys = self._index().candidates(fact, FUZZY_THRESHOLD)
             pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
-            terms = self._terms_of
+            terms, bounded = self._terms_of, keys is not None
             found = tuple(
                 i
                 for i, text in pairs
-                if match(fact, msgs[i].content, FUZZY_THRESHOLD, folded=text, terms=terms)
+                if match(fact, msgs[i].content, FUZZY_THRESHOLD, text, terms, bounded)
             )
             self._evidence[fact] = found
         return found
@@ -123,6 +129,13 @@ class ReplayContext:
     def remember_evidence(self, fact: str, indices: Sequence[int]) -> None:
         """Evidence found another way (semantic search) for a fact whose words do not match."""
         self._evidence[fact] = tuple(sorted(set(indices)))
+        self._remembered.add(fact)
+
+    def lexical(self) -> ReplayContext:
+        """The same counts, index and memo, with only the evidence the facts' words find
+        (what a fresh ``prepare`` would give; remembered evidence is left out)."""
+        kept = {f: v for f, v in self._evidence.items() if f not in self._remembered}
+        return dataclasses.replace(self, _evidence=kept, _remembered=set())
 
     def _folded(self) -> dict[int, str]:
         """Folded text of every message that can be evidence, by index, computed once per run."""
@@ -335,6 +348,7 @@ class _FactTracker:
         self.pinned = [False] * len(self.facts)
         self.kept = [False] * len(self.facts)
         self.first = True  # no turn evaluated yet
+        self.line_terms = LineTerms()  # summary and pinned lines recur from turn to turn
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -386,11 +400,12 @@ class _FactTracker:
             # each text folded once for all the facts (match would fold it once per fact)
             summary = fold(view.summary) if fit.summary_changed else ""
             pinned = fold(view.pinned) if fit.pinned_changed else ""
+            terms = self.line_terms
             for k, fact in enumerate(self.facts):
                 if fit.summary_changed:
                     was = self.in_summary[k]
                     self.in_summary[k] = bool(view.summary) and (
-                        match(fact, view.summary, folded=summary) is not None
+                        match(fact, view.summary, folded=summary, terms=terms) is not None
                     )
                     if was != self.in_summary[k]:
                         flipped.add(k)
@@ -399,7 +414,7 @@ class _FactTracker:
                 if fit.pinned_changed:
                     was = self.pinned[k]
                     self.pinned[k] = bool(view.pinned) and (
-                        match(fact, view.pinned, folded=pinned) is not None
+                        match(fact, view.pinned, folded=pinned, terms=terms) is not None
                     )
                     if was != self.pinned[k]:
                         flipped.add(k)
@@ -455,6 +470,26 @@ class ReplayReport:
     facts_found: bool  # True when the facts were found by the strong-fact extractor
     costs: Sequence[int] = ()  # window tokens of each message, counted once for the run
     budget_recorded: bool = False  # the budget is the trace's largest recorded request
+    # a coding agent's recorded compactions: what each kept and dropped (docs/coding-agents.md)
+    compactions: Sequence[Compaction] = ()
+    # the instruction files given with --memory-file (injected at every turn)
+    memory_files: Sequence[MemoryFile] = ()
+
+    def extra(self) -> dict[str, Any]:
+        """What a coding-agent session adds to the JSON output (nothing for other transcripts)."""
+        out: dict[str, Any] = {}
+        if self.memory_files:
+            out["memory_files"] = [f.to_dict() for f in self.memory_files]
+        if self.compactions:
+            out["compactions"] = [c.to_dict() for c in self.compactions]
+        return out
+
+
+def recorded_compactions(rctx: ReplayContext) -> list[Compaction]:
+    """The recorded compactions, with the what-if of what each dropped (memdiag.compactions)."""
+    from memdiag.compactions import recorded
+
+    return recorded(rctx, replay)
 
 
 def strategy_names(name: str, transcript: Transcript | None = None) -> list[str]:
@@ -530,6 +565,9 @@ def run(
     for res in results:
         if res.name == "observed":  # recounted exactly, beside what the provider reported
             res.calls = call_tokens(transcript, rctx.counter, rctx.costs)
+    comps: Sequence[Compaction] = ()
+    if any(ev.meta for ev in transcript.summaries):
+        comps = recorded_compactions(rctx)
     return ReplayReport(
         transcript,
         rctx.counter.encoding_name,
@@ -539,6 +577,7 @@ def run(
         found,
         rctx.costs,
         budget_recorded=recorded is not None,
+        compactions=comps,
     )
 
 

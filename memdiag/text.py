@@ -154,14 +154,6 @@ _AUX = (
 _ROLES = r"(?:the )?user|the (?:traveler|traveller|customer|client|human|guest|patient)"
 _ROLE_HINTS = ("user", "User", "USER", "raveler", "raveller", "ustomer", "lient", "uman", "uest")
 _POSSESSIVE = LazyPattern(rf"\b(?:{_ROLES})(?:'s|’s)", re.IGNORECASE)
-# a labelled field ("Name: Mia Lopez", "- Time zone: UTC+1"), as profile-style memories write it
-_LABEL = LazyPattern(
-    r"(?m)^(?P<lead>\s*(?:[-*•]\s*)?)(?P<noun>Name|Full name|First name|Birthday|Date of birth|"
-    r"Time ?zone|Timezone|Job|Occupation|Diet|Allergies|Allergy|Home city|Units)\s*:\s*(?=\S)"
-)
-# CrewAI's entity memory: "Mia Lopez(Person): A traveler from Berlin" (name, type, description)
-ENTITY_LINE = LazyPattern(r"^\s*(?P<name>[^()\n:]{1,80}?)\s*\((?P<type>[A-Za-z][\w ]{0,30})\):\s*")
-PERSON_TYPES = frozenset({"person", "human", "user", "customer", "client", "traveler", "people"})
 
 _ADVERB_VERB = LazyPattern(
     rf"\bI (never|always|usually|often|also|still|now|recently|just|no longer) ({_VERB_S})\b"
@@ -338,12 +330,6 @@ def as_first_person(text: str) -> str:
     """
     t = text
     # Cheap tests first: this runs once per record of large collections.
-    if "(" in t:
-        entity = ENTITY_LINE.match(t)
-        if entity is not None:  # the description is about the entity: read it subject-less
-            t = _entity_sentences(t[entity.end() :])
-    if ":" in t:
-        t = _LABEL.sub(lambda m: f"{m.group('lead')}My {m.group('noun').lower()} is ", t)
     if any(h in t for h in _ROLE_HINTS):
         t = _POSSESSIVE.sub(lambda m: "My" if _sentence_start(m.string, m.start()) else "my", t)
         t = _SUBJECT_VERB.sub(lambda m: "I " + _verb_phrase(m), t)
@@ -356,43 +342,6 @@ def as_first_person(text: str) -> str:
         t = _ZH_BARE.sub(r"\1我", t)
         t = re.sub(r"(^|[。！？.!?；;\n]\s*)我(?=名字|生日|时区|工作|职业)", r"\1我的", t)
     return t
-
-
-_RELATIVE = LazyPattern(
-    r",?\s+(?:who|and)\s+(?P<verb>is|was|has|had|lives|prefers|likes|works|speaks)\b"
-)
-
-
-def _entity_sentences(description: str) -> str:
-    """ "A traveler from Berlin who is allergic to peanuts" as "... Berlin. Is allergic to
-    peanuts": each relative clause about the entity becomes a subject-less sentence."""
-    return _RELATIVE.sub(lambda m: ". " + m.group("verb").capitalize(), description)
-
-
-def memory_subject(text: str | None) -> str | None:
-    """The person a stored memory names as its subject, or None when it names no one.
-
-    "Tom Becker lives in Paris" and "Tom's time zone is UTC+1" name Tom (Becker); CrewAI's
-    entity lines ("Mia Lopez(Person): ...") name their entity. "User lives in Berlin", "Lives in
-    Berlin", "I live in Berlin" and "She lives in Berlin" name no one: they are about the user.
-    Whether a named person *is* the user is for the store to say (its name memories).
-    """
-    if not text:
-        return None
-    t = text.lstrip()
-    if "(" in t:
-        entity = ENTITY_LINE.match(t)
-        if entity is not None:
-            return " ".join(entity.group("name").split()) or None
-    if not t[:1].isupper():
-        return None
-    m = _NAMED_SUBJECT.match(t) or _NAMED_POSSESSIVE.match(t)
-    if m is None:
-        return None
-    name = re.match(rf"{_NAME}", t)
-    if name is None or name.group(0) in ("She", "He"):  # a pronoun: the user
-        return None
-    return name.group(0)
 
 
 # -- what states nothing ------------------------------------------------------------------------

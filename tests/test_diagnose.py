@@ -169,8 +169,8 @@ def test_semantic_fallback_says_why_it_was_skipped(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "none"))
     d = run(DEMO, 400, facts=["vegetarian"], at=8)[0]
     assert d.verdict == "never_stated"
-    assert (d.details.semantic_search or "").startswith("skipped: ")
-    assert "MEMDIAG_ONNX_MODEL_DIR" in (d.details.semantic_search or "")
+    # short: the model and how to get it are named once per run (the CLI's note, docs/model.md)
+    assert d.details.semantic_search == "skipped: the embedding model is not installed"
 
 
 def test_probes_use_the_datasets_evidence():

@@ -94,3 +94,112 @@ def test_term_index_holding_is_substring_search(texts, term):
     index = TermIndex(enumerate(folded))
     if term and "\0" not in term:
         assert index.holding(term) == tuple(n for n, t in enumerate(folded) if term in t)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
+def test_a_report_from_the_commands_context_equals_a_fresh_one(transcript, budget, facts):
+    """--html reuses the context its command prepared (with evidence a diagnosis remembered
+    for other messages): the report's data is that of a context prepared anew."""
+    from memdiag.render.report.build import replay_for_report
+    from memdiag.render.report.data import run_data
+
+    settings_ = Settings(budget=budget)
+    evidence = {facts[0]: [m.index for m in transcript.messages if m.role == "user"][:2]}
+    used = prepare(transcript, settings_)
+    for fact in facts:
+        replay(used, "summary", [fact])
+    used.remember_evidence(facts[-1], [0])  # as a semantic search would
+    fresh = run_data(*replay_for_report(transcript, settings_, facts, evidence))
+    reused = run_data(*replay_for_report(transcript, settings_, facts, evidence, context=used))
+    assert reused == fresh
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 2)), min_size=1, max_size=200
+    ),  # (tokens, turn step) of each unit
+    st.lists(st.tuples(st.integers(-10, 300), st.none() | st.integers(0, 90)), max_size=200),
+)
+def test_unit_queue_evicts_as_popping_one_unit_at_a_time(units, fits):
+    """The prefix-sum queue evicts exactly what popping the oldest unit while the window is over
+    the limit (or too old) evicts, the newest unit always kept (compactions included: up to 200
+    units)."""
+    from memdiag.strategies.base import Unit, UnitQueue
+
+    queue, plain, turn = UnitQueue(), [], 0
+    for n, (tokens, step) in enumerate(units):
+        turn += step
+        unit = Unit([n], tokens, turn)
+        queue.append(unit)
+        plain.append(unit)
+        limit, min_turn = fits[n] if n < len(fits) else (10**9, None)
+        expected: list[int] = []
+        while len(plain) > 1 and (
+            sum(u.tokens for u in plain) > limit
+            or (min_turn is not None and plain[0].turn < min_turn)
+        ):
+            expected.extend(plain.pop(0).indices)
+        got: list[int] = []
+        queue.evict_to(limit, got, min_turn)
+        assert got == expected
+        assert queue.tokens == sum(u.tokens for u in plain)
+        assert list(queue.units) == plain and len(queue) == len(plain)
+        assert queue.units[-1] is plain[-1] and queue.units[0] is plain[0]
+    assert queue.clear() == [i for u in plain for i in u.indices] and len(queue) == 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 400), st.sampled_from(["summary", "scratchpad"]))
+def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name):
+    from memdiag.render.jsonout import _turn_text, dumps, turn_json
+
+    res = replay(prepare(transcript, Settings(budget=budget)), name, ["Mia"])
+    for r in res.turns:
+        expected = "        " + dumps(turn_json(r)).replace("\n", "\n        ")
+        assert _turn_text(r, " " * 8) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=20), min_size=1, max_size=6), st.data())
+def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
+    from memdiag.facts import LineTerms, text_terms
+
+    terms = LineTerms()
+    for _ in range(3):  # lines recur in the next texts, as in a running summary
+        text = "\n".join(data.draw(st.permutations(lines)))
+        assert terms(text) == text_terms(text)
+        lines = [*lines[1:], data.draw(TEXT)]
+
+
+def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path):
+    """check --html replays from the contexts its serial run kept: the same document."""
+    import shutil
+    from pathlib import Path
+
+    import yaml
+
+    from memdiag.checks.run import check
+    from memdiag.render.report.checks import check_document
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    for name in ("demo.jsonl", "allergy_zh.jsonl"):
+        shutil.copy(fixtures / name, tmp_path / name)
+    spec = tmp_path / "checks.yaml"
+    cases = [
+        {
+            "name": f"case {name} {strategy}",
+            "transcript": name,
+            "strategy": {"name": strategy, "budget": 300},
+            "expect": [{"kept": "allergic to peanuts", "at_turn": 3}, {"lost": "花生过敏"}],
+        }
+        for name in ("demo.jsonl", "allergy_zh.jsonl")
+        for strategy in ("sliding_window", "summary")
+    ]
+    spec.write_text(yaml.safe_dump({"version": 1, "cases": cases}, allow_unicode=True), "utf-8")
+    kept = check(spec, Settings(), keep_contexts=True)
+    plain = check(spec, Settings())
+    assert all(c.context is not None for c in kept.cases)
+    assert all(c.context is None for c in plain.cases)
+    assert check_document(spec, Settings(), kept) == check_document(spec, Settings(), plain)

@@ -32,8 +32,9 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test its own HOME: a tiny fake model in the session's Chroma cache would be found
-    by every later test."""
+    by every later test. No MEMDIAG_ONNX_MODEL_DIR: Chroma's cache is where memdiag looks."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MEMDIAG_ONNX_MODEL_DIR", raising=False)
 
 
 def make_archive(path: Path, files: dict[str, bytes] | None = None) -> str:

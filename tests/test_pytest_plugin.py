@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,7 +112,10 @@ def test_the_project_config_applies(project: pytest.Pytester) -> None:
 
 
 def test_the_entry_point_is_declared() -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: memdiag depends on tomli there
+        import tomli as tomllib  # type: ignore[no-redef]
 
     eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     assert eps["pytest11"] == {"memdiag": "memdiag.pytest_plugin"}
@@ -121,13 +125,16 @@ def test_the_installed_entry_point_loads_the_plugin(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pip-installed memdiag: plain `pytest` runs the specs, `-p no:memdiag` turns them off."""
-    from importlib.metadata import PackageNotFoundError, distribution
+    from importlib.metadata import distributions
 
-    try:
-        dist = distribution("memdiag")
-    except PackageNotFoundError:
+    # an install's metadata lives in site-packages; a memdiag.egg-info left in the checkout by
+    # an earlier build (found through PYTHONPATH) is not an install of this code
+    installed = [
+        d for d in distributions(name="memdiag") if Path(str(d.locate_file(""))).resolve() != ROOT
+    ]
+    if not installed:
         pytest.skip("memdiag is not pip-installed here (a PYTHONPATH checkout): no entry points")
-    eps = [ep for ep in dist.entry_points if ep.group == "pytest11"]
+    eps = [ep for ep in installed[0].entry_points if ep.group == "pytest11"]
     assert [(ep.name, ep.value) for ep in eps] == [("memdiag", "memdiag.pytest_plugin")]
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
     (pytester.path / "memdiag-checks.yaml").write_text(SPEC, encoding="utf-8")

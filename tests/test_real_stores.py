@@ -142,7 +142,9 @@ def test_every_phrasing_yields_the_same_facts(store: str) -> None:
 # --- embedding function for collections that did not persist one -------------------------------
 
 
-def test_langchain_and_mem0_persist_no_embedding_function() -> None:
+def test_langchain_and_mem0_persist_no_embedding_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without the model at hand nothing can be identified (tests/test_store_models.py: with it)
+    monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", "/nonexistent")
     for store in ("langchain", "mem0"):
         with open_chroma(str(STORES / store)) as s:
             info = s.collection_info(REAL[store][0])
@@ -501,7 +503,11 @@ def test_long_term_verdicts_of_planted_failures(
 
 
 @pytest.mark.parametrize("store", ["mem0", "langchain"])
-def test_without_embedding_function_retrieval_is_unchecked_and_says_what_fits(store: str) -> None:
+def test_without_embedding_function_retrieval_is_unchecked_and_says_what_fits(
+    store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no model at hand: nothing to identify the vectors with (with one: tests/test_store_models.py)
+    monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", "/nonexistent")
     out = _cli("diagnose", str(CONVERSATION), "--chroma", str(STORES / store), "--top-k", "3")
     ds = {d["at_turn"]: d for d in out["diagnoses"]}
     assert ds[8]["verdict"] == "long_term_unchecked"

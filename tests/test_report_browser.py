@@ -409,3 +409,27 @@ def test_diagnose_cards_are_words_that_stay_inside_them(tmp_path, opened):
         assert outside == []
         # the evidence id links to its message
         assert o.page.locator(".card[data-card='0'] .grid code[data-i]").first.inner_text() == "u1"
+
+
+def test_compactions_are_marked_on_the_timeline_with_their_summary(tmp_path, opened):
+    """A Claude Code session's compaction (fixtures/formats/claude_code/forgets_rule.jsonl):
+    a marker on the timeline at the first turn after it, and its kept/dropped list and text."""
+    session = FIXTURES / "formats" / "claude_code" / "forgets_rule.jsonl"
+    page_path = tmp_path / "cc.html"
+    cli("replay", str(session), "--strategy", "all", "--html", str(page_path))
+    report = run(load(session), _settings(strategy="all"))
+    (comp,) = report.compactions
+    o = opened(page_path)
+    page = o.page
+    marks = page.locator(".tlrow[data-row='compactions'] .mk.compact")
+    assert marks.count() == 1
+    assert int(marks.first.get_attribute("data-turn") or 0) == comp.after_turn + 1
+    assert f"line {comp.line}" in (marks.first.get_attribute("title") or "")
+    box = page.locator("details.compaction")
+    text = box.inner_text()
+    assert comp.dropped[0].text in text and comp.kept[0].text in text
+    assert comp.summary in page.locator("pre.summary-text").inner_text()
+    o.page.evaluate("memdiag.setTurn(1)")
+    box.locator("button").click()
+    o.settle()
+    assert o.turn() == comp.after_turn + 1

@@ -6,7 +6,6 @@ the CLI as a user runs it; the real MiniLM where cosines matter (skipped, saying
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ from hypothesis import strategies as st
 from memdiag.stores.audit.duplicates import UnionFind, claim_duplicates, claim_value_key
 from memdiag.stores.memories import claims, resolve_subjects
 from memdiag.stores.records import CollectionData
-from memdiag.text import memory_subject
+from memdiag.subjects import memory_subject
+from tests.test_json_contract import validate
 from tests.test_real_stores import tree_digest
 
 
@@ -52,7 +52,7 @@ def _audit(path: Path, *args: str) -> dict[str, Any]:
 
     result = CliRunner().invoke(app, ["inspect-store", "--chroma", str(path), *args, "-f", "json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    return validate("inspect-store", result.stdout)  # the published JSON Schema
 
 
 def _kinds(report: dict[str, Any], *kinds: str) -> list[tuple[str, list[str]]]:

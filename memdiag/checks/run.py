@@ -55,6 +55,8 @@ class CaseResult:
     duration_s: float
     failure_lines: list[int] = field(default_factory=list)
     expectations: int = 0
+    # the case's replay context, kept when asked (the --html report replays from it)
+    context: ReplayContext | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -86,19 +88,22 @@ class _Outcome:
         self.lines.append(line)
 
 
-def run_case(case: Case, spec_path: str = "") -> CaseResult:
-    """Run one case. Spec errors found only now (a turn past the end) raise InputError."""
+def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> CaseResult:
+    """Run one case. Spec errors found only now (a turn past the end) raise InputError.
+
+    ``keep_context``: the result carries the case's replay context (for the --html report)."""
     start = time.perf_counter()
     out = _Outcome()
     exps = case.expectations
     transcript = None
+    rctx: ReplayContext | None = None
     stores: LongTermStores | None = None
     try:
         if any(e.kind in TRANSCRIPT_KINDS for e in exps):
             from memdiag.transcript import load
 
             assert case.transcript is not None
-            transcript = load(case.transcript, select=case.conversation)
+            transcript = load(case.transcript, select=case.conversation, system=case.system)
             if not transcript.turns:
                 raise InputError(
                     f"case {case.name!r}: {case.transcript} has no user messages, so no turns",
@@ -145,6 +150,7 @@ def run_case(case: Case, spec_path: str = "") -> CaseResult:
         duration_s=time.perf_counter() - start,
         failure_lines=[line for line, _ in ordered],
         expectations=len(exps),
+        context=rctx if keep_context else None,
     )
 
 
@@ -309,13 +315,17 @@ def _audit(settings: Settings) -> AuditReport:
     from memdiag.stores.audit import audit
     from memdiag.stores.open import LongTermStores
 
-    with LongTermStores.from_settings(settings) as stores:
-        return audit(stores.facts, stores.chroma, stores.collection, settings.audit)
+    with LongTermStores.from_settings(settings, audit=True) as stores:
+        others = [stores.memory] if stores.memory is not None else []
+        return audit(stores.facts, stores.chroma, stores.collection, settings.audit, others=others)
 
 
-def _run_indexed(args: tuple[Case, str]) -> CaseResult:
+KEPT_MESSAGES = 200_000  # contexts kept for the --html report: memory stays bounded
+
+
+def _run_indexed(args: tuple[Case, str], keep_context: bool = False) -> CaseResult:
     # Top-level so worker processes can unpickle it by reference.
-    return run_case(*args)
+    return run_case(*args, keep_context=keep_context)
 
 
 def _run_in_worker(args: tuple[Case, str]) -> tuple[CaseResult, list[str]]:
@@ -390,11 +400,16 @@ def _warm_up(spec: CheckSpec) -> None:
 
 
 def run_checks(
-    spec: CheckSpec, jobs: int = 1, progress: Callable[[int], None] | None = None
+    spec: CheckSpec,
+    jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+    keep_contexts: bool = False,
 ) -> CheckReport:
     """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way.
 
-    ``progress(done)`` is called as cases finish (in order).
+    ``progress(done)`` is called as cases finish (in order). ``keep_contexts``: a serial run's
+    results carry their replay contexts (worker processes do not send theirs back), up to
+    about KEPT_MESSAGES messages in all: a larger suite's report reads the rest again.
     """
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
@@ -402,8 +417,12 @@ def run_checks(
     workers = min(jobs, len(work))
     results: list[CaseResult] = []
     if workers <= 1:
+        room = KEPT_MESSAGES if keep_contexts else 0
         for w in work:
-            results.append(_run_indexed(w))
+            results.append(_run_indexed(w, room > 0))
+            kept = results[-1].context
+            if kept is not None:
+                room -= len(kept.transcript.messages)
             if progress is not None:
                 progress(len(results))
     else:
@@ -433,12 +452,13 @@ def check(
     base: Settings | None = None,
     jobs: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    keep_contexts: bool = False,
 ) -> CheckReport:
     """Load, validate and run a check spec (the core of `memdiag check`).
 
-    ``progress(done, total)`` is called as cases finish.
+    ``progress(done, total)`` is called as cases finish; ``keep_contexts``: see run_checks.
     """
     spec = load_spec(path, base)
     total = len(spec.cases)
     tick = None if progress is None else (lambda done: progress(done, total))
-    return run_checks(spec, jobs, tick)
+    return run_checks(spec, jobs, tick, keep_contexts)

@@ -68,6 +68,7 @@ CASE_KEYS = (
     "name",
     "transcript",
     "conversation",  # which conversation of a chat export / session of an Agents SDK database
+    "system",  # the system prompt, for framework state that does not save it (TEXT or @FILE)
     "strategy",
     "store",
     "model",
@@ -125,6 +126,7 @@ class Case:
     transcript: str | None = None
     strategy_line: int = 0
     conversation: str | None = None  # load(select=): a conversation or SDK session, or "all"
+    system: str | None = None  # load(system=): the system prompt a framework's state left out
 
 
 @dataclass(frozen=True)
@@ -274,10 +276,12 @@ class _Parser:
                 )
             if e.kind == "fact_key" and not settings.store.facts_file:
                 raise self.error("'fact_key' needs store: {facts_file: PATH}", e.line)
-            has_store = settings.store.facts_file or settings.store.chroma
+            st = settings.store
+            has_store = st.facts_file or st.chroma or st.memory_store
             if e.kind == "max_findings" and not has_store:
                 raise self.error(
-                    "'max_findings' needs a store: {facts_file: PATH} and/or {chroma: PATH|URL}",
+                    "'max_findings' needs a store: {facts_file: PATH}, {chroma: PATH|URL} "
+                    "and/or {memory_store: PATH}",
                     e.line,
                 )
         conversation = c.get("conversation")
@@ -287,7 +291,27 @@ class _Parser:
                 c.line_of("conversation"),
             )
         chosen = None if conversation is None else str(conversation)
-        return Case(name, line, settings, expectations, transcript, strategy_line, chosen)
+        system = self.system_prompt(c, name)
+        return Case(name, line, settings, expectations, transcript, strategy_line, chosen, system)
+
+    def system_prompt(self, c: LineDict, name: str) -> str | None:
+        """`system: TEXT`, or `system: "@FILE"` (relative to the spec): docs/framework-state.md."""
+        value = c.get("system")
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.error(
+                "'system' must be the system prompt's text or @FILE", c.line_of("system")
+            )
+        if not value.startswith("@"):
+            return value
+        from memdiag.fileio import read_text
+
+        path = self.path_of(value[1:], "system", c.line_of("system"))
+        try:
+            return read_text(path, 16 * 1024**2, "system prompt")
+        except InputError as exc:
+            raise self.error(f"case {name!r}: system: {exc}", c.line_of("system")) from None
 
     def strategy(self, raw: Any, line: int) -> dict[str, Any]:
         """`strategy: NAME` or `strategy: {name, budget, ...options}` → Settings overrides."""
@@ -310,8 +334,8 @@ class _Parser:
         out: dict[str, Any] = {}
         for key, value in s.items():
             typed = self.typed(f"store.{key}", value, s.line_of(key), f"store.{key}")
-            if key == "facts_file" and typed is not None:
-                typed = self.path_of(typed, "store.facts_file", s.line_of(key))
+            if key in ("facts_file", "memory_store") and typed is not None:
+                typed = self.path_of(typed, f"store.{key}", s.line_of(key))
             elif (
                 key == "chroma"
                 and typed is not None

@@ -24,6 +24,7 @@ from memdiag.cli.options import (
     FormatOpt,
     HtmlOpt,
     InputFlags,
+    MemoryFileOpt,
     QuietOpt,
     StoreFlags,
     TopKOpt,
@@ -107,6 +108,7 @@ def replay(
     fact: FactOpt = None,
     window: WindowFlags = WindowFlags(),
     facts_file: FactsFileOpt = None,
+    memory_file: MemoryFileOpt = None,
     show: Annotated[
         str | None,
         typer.Option(
@@ -146,6 +148,10 @@ def replay(
             )
         # the profile layer is injected whole at every session start: it takes window room
         memory = profile_memory(settings)
+        from memdiag.memory_files import load_memory_files, with_memory_files
+
+        files = load_memory_files(memory_file or ())  # so are the instruction files
+        memory = with_memory_files(memory, files, settings.token_counter())
         per_strategy = len(t.turns)
         n = per_strategy * len(strategy_names(settings.strategy, t))
         recorder = None
@@ -156,6 +162,7 @@ def replay(
         with progress("replaying", min_total=2000) as tick:
             advance = strategies_progress(tick, per_strategy, n) if tick is not None else None
             report = run(t, settings, fact or (), progress=advance, memory=memory, observe=recorder)
+        report.memory_files = files
         if show is None:  # the answer first; the turns of several strategies on request
             show = "changes" if len(report.results) == 1 else "none"
         output.to_renderer().replay(report, show)
@@ -186,6 +193,7 @@ def diagnose(
     at: AtOpt = None,
     window: WindowFlags = WindowFlags(),
     stores: StoreFlags = StoreFlags(),
+    memory_file: MemoryFileOpt = None,
     top_k: TopKOpt = None,
     probes: Annotated[
         bool,
@@ -238,6 +246,9 @@ def diagnose(
             config, window.overrides(), stores.overrides(), **{"store.top_k": top_k}
         )
         html_target(html)
+        from memdiag.memory_files import load_memory_files
+
+        files = load_memory_files(memory_file or ())
         t = load_transcript(transcript, reading)
         if probes:
             if fact or at is not None:
@@ -268,6 +279,7 @@ def diagnose(
                 progress=tick,
                 observed=observed,
                 cache=not no_cache,
+                memory_files=files,
                 keep=kept if html is not None else None,
             )
             store_problems(opened.chroma)
@@ -275,13 +287,14 @@ def diagnose(
             run_state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
         if html is not None:
+            from memdiag.memory_files import with_memory_files
             from memdiag.render.report.build import diagnose_document
             from memdiag.render.words import diagnosis_lines, lines_to_dicts
             from memdiag.stores.open import profile_memory
 
             dicts = [d.to_dict() for d in diagnoses]
             lines = [lines_to_dicts(diagnosis_lines(d)) for d in diagnoses]
-            memory = profile_memory(settings)
+            memory = with_memory_files(profile_memory(settings), files, settings.token_counter())
             context = kept[0] if kept else None
             write_html(html, diagnose_document(t, settings, dicts, memory, lines, context))
         if layers and any(d.layer in layers for d in diagnoses):
@@ -298,6 +311,7 @@ def diagnose(
         "  memdiag inspect-store --chroma ./chroma_db --collection memories --format json\n\n"
         "  memdiag inspect-store --chroma ./mem0_db --user-id mia    (one user of a mem0 store)\n\n"
         "  memdiag inspect-store --chroma ./langchain_db --embedding-function default\n\n"
+        "  memdiag inspect-store --store memory.jsonl    (MCP memory graph, LangGraph, Agno...)\n\n"
         "  memdiag inspect-store --facts-file facts.json --chroma http://127.0.0.1:8000 "
         "--fail-on warning"
     ),
@@ -322,7 +336,7 @@ def inspect_store(
     config: ConfigOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Audit long-term stores: a JSON facts file and/or a Chroma collection (read-only).
+    """Audit long-term stores: a facts file, Chroma collections, a memory-store file (read-only).
 
     Finds duplicates, near-duplicates, conflicts, stale entries, strong facts kept only in the
     vector store, distance-metric pitfalls, missing metadata and facts-file/vector disagreements."""
@@ -345,13 +359,14 @@ def inspect_store(
                 "audit.stale_after_days": stale_after_days,
             },
         )
-        if not (settings.store.facts_file or settings.store.chroma):
-            raise UsageError("nothing to inspect: pass --facts-file FILE and/or --chroma PATH|URL")
+        if not (settings.store.facts_file or settings.store.chroma or settings.store.memory_store):
+            raise UsageError("nothing to inspect: pass --facts-file, --chroma and/or --store")
         with (
-            LongTermStores.from_settings(settings) as opened,
+            LongTermStores.from_settings(settings, audit=True) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
-            report = audit(opened.facts, opened.chroma, opened.collection, settings.audit, tick)
+            args = (opened.facts, opened.chroma, opened.collection, settings.audit, tick)
+            report = audit(*args, others=[opened.memory] if opened.memory else [])
             store_problems(opened.chroma)
         output.to_renderer().audit(report)
         if fail_on is not None:
@@ -464,7 +479,7 @@ def check(
             spec = default_spec()
         base = settings_from(config)
         with progress("checking", min_total=2) as tick:
-            report = run_checks(spec, base, jobs, tick)
+            report = run_checks(spec, base, jobs, tick, keep_contexts=html is not None)
         run_state["exit_code"] = 0 if report.ok else 1  # kept if the output pipe closes early
         if junit is not None:
             from memdiag.render.junit import write_junit

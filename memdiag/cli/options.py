@@ -80,6 +80,15 @@ FromOpt = Annotated[
         help=f"Input format (default: auto-detect): {', '.join(format_names())}.",
     ),
 ]
+MemoryFileOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--memory-file",
+        help="An instruction file the agent reads at every session start (CLAUDE.md, AGENTS.md, "
+        "MEMORY.md; repeatable): its tokens count in the window, and a fact it states is "
+        "delivered by that layer.",
+    ),
+]
 SkipInvalidOpt = Annotated[
     bool, typer.Option("--skip-invalid", help="Skip malformed lines and report how many.")
 ]
@@ -87,8 +96,17 @@ SessionOpt = Annotated[
     str | None,
     typer.Option(
         "--session",
-        help="Agents SDK database: the session to read (ID, or all); without it, the "
-        "sessions are listed.",
+        help="Agents SDK database or Claude Code project directory: the session to read (ID, "
+        "or all); without it, the sessions are listed.",
+    ),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="A file of several agents (a Claude Code session, a trace or call log): the agent "
+        "to read (a name or id, as the warning lists them, or all); without it, the one the "
+        "human talks to.",
     ),
 ]
 ConversationOpt = Annotated[
@@ -99,12 +117,12 @@ ConversationOpt = Annotated[
         "without it, the conversations are listed.",
     ),
 ]
-AgentOpt = Annotated[
+SystemOpt = Annotated[
     str | None,
     typer.Option(
-        "--agent",
-        help="Traces and call logs: the agent whose conversation to read (a name listed in "
-        "the warning); without it, the one the human talks to.",
+        "--system",
+        help="The system prompt the agent sends, for files that do not save it (AutoGen, "
+        "LlamaIndex, Google ADK state): TEXT, or @FILE to read it from a file.",
     ),
 ]
 SummarizerOpt = Annotated[
@@ -149,6 +167,15 @@ FactsFileOpt = Annotated[
 ChromaOpt = Annotated[
     str | None,
     typer.Option("--chroma", help="Chroma store: a persistent directory or http://host:port."),
+]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Memory-store file to audit, layout detected: the MCP memory server's graph "
+        "(JSONL or read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories "
+        "JSON, CrewAI long_term_memory_storage.db; a Qdrant local folder (memdiag[qdrant]).",
+    ),
 ]
 CollectionOpt = Annotated[
     str | None, typer.Option("--collection", help="Chroma collection (default: all).")
@@ -218,6 +245,7 @@ class StoreFlags:
 
     facts_file: FactsFileOpt = None
     chroma: ChromaOpt = None
+    store: StoreOpt = None
     collection: CollectionOpt = None
     user_id: UserIdOpt = None
     agent_id: AgentIdOpt = None
@@ -228,6 +256,7 @@ class StoreFlags:
         return {
             "store.facts_file": str(self.facts_file) if self.facts_file else None,
             "store.chroma": self.chroma,
+            "store.memory_store": self.store,
             "store.collection": self.collection,
             "store.user_id": self.user_id,
             "store.agent_id": self.agent_id,
@@ -244,6 +273,7 @@ class InputFlags:
     skip_invalid: SkipInvalidOpt = False
     session: SessionOpt = None
     conversation: ConversationOpt = None
+    system: SystemOpt = None
     agent: AgentOpt = None
 
 

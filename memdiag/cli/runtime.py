@@ -171,17 +171,39 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
         raise UsageError("give --session (an SDK database) or --conversation (an export), not both")
     select = how.session if how.session is not None else how.conversation
     selection = Selection(conversation=select, agent=how.agent)
-    transcript = load(path, how.input_format, skip_invalid=how.skip_invalid, selection=selection)
+    transcript = load(
+        path,
+        how.input_format,
+        skip_invalid=how.skip_invalid,
+        selection=selection,
+        system=system_prompt(how.system),
+    )
     err = stderr()
     from memdiag.render.literal import literal
 
     for w in transcript.warnings[:20]:  # they quote the input: literal text, clipped
         err.print(f"[yellow]warning:[/] {literal(clip(w, 300))}", highlight=False)
+    for n in transcript.notes:
+        err.print(f"[cyan]note:[/] {literal(n)}", highlight=False)
     if transcript.skipped:
         from memdiag.render.words import plural
 
         err.print(f"[yellow]skipped {plural(transcript.skipped, 'invalid line')}[/]")
     return transcript
+
+
+def system_prompt(value: str | None) -> str | None:
+    """--system TEXT, or @FILE: the file's text (UTF-8)."""
+    if value is None or not value.startswith("@"):
+        return value
+    from memdiag.errors import InputError
+    from memdiag.fileio import read_text
+
+    name = value[1:]
+    text = read_text(name, 16 * 1024**2, "system prompt")
+    if not text.strip():
+        raise InputError("--system: the file is empty", path=name)
+    return text
 
 
 def fail_on_choices(value: str | None, choices: tuple[str, ...], what: str) -> list[str]:

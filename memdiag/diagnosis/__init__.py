@@ -46,6 +46,7 @@ from memdiag.stores.open import NO_MEMORY
 from memdiag.transcript.model import Transcript
 
 if TYPE_CHECKING:
+    from memdiag.memory_files import MemoryFile
     from memdiag.stores.open import LongTermStores
 
 
@@ -119,6 +120,7 @@ def diagnose(
     observed: bool = True,
     *,
     cache: bool = True,
+    memory_files: Sequence[MemoryFile] = (),
     keep: list[ReplayContext] | None = None,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
@@ -128,10 +130,18 @@ def diagnose(
     transcript that recorded its requests (docs/reference.md#observed-windows) is judged from them,
     and the simulated
     strategies become the what-if. ``cache``: keep the embeddings of the evidence ranking in the
-    user cache dir. ``keep``: the run's replay context is appended to it (the --html report
-    replays from it instead of counting the transcript again).
+    user cache dir. ``memory_files``: the agent's instruction files (CLAUDE.md, AGENTS.md), the
+    procedural layer injected whole at every session start: a fact they state is delivered.
+    ``keep``: the run's replay context is appended to it (the --html report replays from it
+    instead of counting the transcript again).
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
+    if memory_files:
+        from memdiag.memory_files import with_memory_files
+
+        memory_text, memory_tokens = with_memory_files(
+            (memory_text, memory_tokens), memory_files, settings.token_counter()
+        )
     rctx = prepare(transcript, settings, memory_tokens=memory_tokens, memory_text=memory_text)
     if keep is not None:
         keep.append(rctx)
@@ -142,10 +152,43 @@ def diagnose(
     out = []
     for f, ranking in zip(failures, rankings, strict=True):
         search = search_evidence(rctx, f, ranking, note, cache=cache)
-        out.append(diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
+        found = _in_memory_file(rctx, f, memory_files, search) if memory_files else None
+        out.append(found or diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
         if progress is not None:
             progress(len(out), len(failures))
     return out
+
+
+def _in_memory_file(
+    rctx: ReplayContext, failure: Failure, files: Sequence[MemoryFile], search: EvidenceSearch
+) -> Diagnosis | None:
+    """An instruction file that states the fact: the procedural layer delivered it."""
+    from memdiag.memory_files import find_in_files
+
+    hit = find_in_files(failure.fact, files)
+    if hit is None:
+        return None
+    f, line, text = hit
+    where = f"{f.name}, line {line}" if line else f.name
+    fix = (
+        f"{where} states it ({text!r}), and instruction files are injected whole at every "
+        "session start and after every compaction: the procedural layer delivered it. Look at "
+        "the prompt and the model (a rule in the window was not followed), not at memory."
+    )
+    return Diagnosis(
+        failure.fact,
+        failure.at_turn,
+        Verdict.in_context,
+        evidence=search.found[:TOP],
+        details=Details(
+            ProbeInfo.of(failure.probe) if failure.probe is not None else None,
+            search.semantic_search,
+            memory_file={"path": f.path, "line": line, "text": text},
+        ),
+        fixes=(fix,),
+        marker_id=failure.marker_id,
+        session=rctx.transcript.turn(failure.at_turn).session,
+    )
 
 
 def diagnose_one(

@@ -185,11 +185,14 @@ def _vector_store(
     top_k = settings.store.top_k
     ef, reason = chroma.embedding_function(record.collection)
     if ef is None:
-        return _VectorResult(
-            Outcome(Verdict.long_term_unchecked, (f"Retrieval was not checked: {reason}",)),
-            found,
-            reason,
+        from memdiag.stores.embeddings import MISSING
+
+        fix = (  # the reason itself stays in skipped_reason; the model is named once per run
+            "Retrieval was not checked without the embedding model: install it and run again."
+            if reason == MISSING
+            else f"Retrieval was not checked: {reason}"
         )
+        return _VectorResult(Outcome(Verdict.long_term_unchecked, (fix,)), found, reason)
     count = chroma.collection_info(record.collection).count
     hits = chroma.query(record.collection, query, min(count, max(top_k, RANK_SEARCH_DEPTH)))
     wanted = {r.id for r in records if r.collection == record.collection}

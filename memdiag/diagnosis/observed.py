@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
+from memdiag.compactions import Compaction, best_sentence, compaction_before, compactions, states
 from memdiag.diagnosis.short_term import kept_at, smallest_budget
 from memdiag.diagnosis.verdicts import (
     Failure,
@@ -46,12 +48,17 @@ def request_for(t: Transcript, turn: int, marker_id: str | None = None) -> Windo
     return t.window_at(turn)
 
 
-def _holds(fact: str, w: WindowEvent, indices: set[int]) -> str | None:
-    """What in request ``w`` holds the fact: 'verbatim', or the section of a readable extra."""
+def _holds(fact: str, w: WindowEvent, indices: set[int], polarity: bool = False) -> str | None:
+    """What in request ``w`` holds the fact: 'verbatim', or the section of a readable extra.
+
+    ``polarity``: a summary must state it with the same polarity (a coding agent's compaction
+    summary that says "add X" does not carry "never add X"; docs/coding-agents.md)."""
     if indices & set(w.indices):
         return "verbatim"
     for e in w.extra:
-        if not e.opaque and e.content and match(fact, e.content) is not None:
+        if e.opaque or not e.content:
+            continue
+        if states(fact, e.content) if polarity else match(fact, e.content) is not None:
             return e.section
     return None
 
@@ -149,15 +156,26 @@ def decide_observed_short_term(
         request.source,
         size_known(request),
     )
-    held = _holds(failure.fact, request, at)
+    polar = any(ev.meta for ev in t.summaries)  # a coding agent's recorded compactions
+    held = _holds(failure.fact, request, at, polar)
+    recorded = compactions(t, rctx.costs, rctx.counter) if t.summaries else []
     if held is not None:
+        where = held
+        comp: Compaction | None = None
+        if held == "summary" and recorded:
+            k = compaction_before(t, request.before)
+            comp = recorded[k - 1] if k else None
+        if comp is not None:
+            said = _quote(best_sentence(failure.fact, comp.summary))
+            where = f"in the summary of {comp.label()}: {said}"
         fix = (
-            f"The request of turn {failure.at_turn} held it ({held}): memory delivered it. Look "
+            f"The request of turn {failure.at_turn} held it ({where}): memory delivered it. Look "
             "at the prompt and the model, not at memory."
         )
+        kept = replace(base, kept_by=held, compaction=_brief(comp) if comp else None)
         outcome = Outcome(Verdict.in_context, (fix,))
         conflict = injected_conflict(t, failure.fact, request) if held != "verbatim" else None
-        return _with_conflict(outcome, conflict, failure.at_turn), replace(base, kept_by=held)
+        return _with_conflict(outcome, conflict, failure.at_turn), kept
     session = msgs[request.before].session
     earlier = [
         w
@@ -166,7 +184,7 @@ def decide_observed_short_term(
         and msgs[w.before].session == session
         and max(evidence) < w.before
     ]
-    last_seen = next((w for w in reversed(earlier) if _holds(failure.fact, w, at)), None)
+    last_seen = next((w for w in reversed(earlier) if _holds(failure.fact, w, at, polar)), None)
     after = [w for w in (*earlier, request) if last_seen is None or w.before > last_seen.before]
     dropped_in = after[0]
     covered = {mid for e in dropped_in.extra for mid in e.covers}
@@ -191,6 +209,16 @@ def decide_observed_short_term(
         "summarized_away": " (replaced by a summary that does not state it)",
         "evicted": "",
     }[mechanism]
+    comp = None
+    if mechanism != "evicted" and recorded:
+        k = compaction_before(t, dropped_in.before, ids)
+        comp = recorded[k - 1] if k else None
+    if comp is not None:
+        how = (
+            f" (replaced by the summary of {comp.label()}, which does not state it)"
+            if mechanism == "summarized_away"
+            else f" (replaced by {comp.label()}, whose content cannot be read)"
+        )
     text = f"the request of turn {failure.at_turn} did not contain {', '.join(ids)}; {where}{how}"
     details = replace(
         base,
@@ -199,8 +227,19 @@ def decide_observed_short_term(
         lost_at_turn=lost_turn,
         mechanism=mechanism,
         explanation=text,
+        compaction=_brief(comp) if comp else None,
     )
     fixes = [text[0].upper() + text[1:] + "."]
+    if comp is not None:
+        first = msgs[min(at)]
+        said = _quote(best_sentence(failure.fact, first.content))
+        summary_line = comp.meta.get("summary_line", comp.line)
+        fixes.append(
+            f"Stated in {first.id} (turn {first.turn}{_line(first.line)}): {said}; the summary "
+            f"that replaced it (line {summary_line}) should have carried it, and says: "
+            f"{_quote(comp.summary)}"
+        )
+        fixes.append(_instruction_file_fix(t.format))
     if what_if:
         budget, wi = _what_if(rctx, failure, session)
         details = replace(details, what_if=wi, what_if_budget=budget)
@@ -211,6 +250,36 @@ def decide_observed_short_term(
         else (Verdict.short_term_summarized_away)
     )
     return Outcome(verdict, tuple(fixes), flags), details
+
+
+def _quote(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def _line(line: int) -> str:
+    return f", line {line}" if line else ""
+
+
+def _brief(c: Compaction) -> dict[str, Any]:
+    """A compaction as a diagnosis names it (the replay lists its kept/dropped statements)."""
+    out = c.to_dict()
+    out.pop("kept")
+    out.pop("dropped")
+    return out
+
+
+def instruction_file(fmt: str) -> str:
+    return {"claude_code": "CLAUDE.md", "codex": "AGENTS.md"}.get(fmt, "an instruction file")
+
+
+def _instruction_file_fix(fmt: str) -> str:
+    name = instruction_file(fmt)
+    return (
+        f"Put it in {name}: instruction files are injected whole at every session start and "
+        "after every compaction, so a rule there survives it (or restate it after compacting; "
+        "check with --memory-file)."
+    )
 
 
 def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, WhatIf]:

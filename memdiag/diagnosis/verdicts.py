@@ -285,6 +285,8 @@ class ObservedDetails:
     explanation: str | None = None
     what_if: WhatIf | None = None
     what_if_budget: int | None = None  # the agent's own size: its largest request, or --budget
+    # a coding agent's compaction that kept or replaced it (docs/coding-agents.md)
+    compaction: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -302,6 +304,8 @@ class ObservedDetails:
             request["last_seen_turn"] = self.last_seen_turn
             request["last_seen_request"] = self.last_seen_request
         out: dict[str, Any] = {"strategy": "observed", "observed": request}
+        if self.compaction is not None:
+            out["compaction"] = self.compaction
         if self.kept_by is not None:
             out["kept_by"] = self.kept_by
             return out
@@ -368,6 +372,8 @@ class Details:
     long_term: LongTermDetails | None = None
     observed: ObservedDetails | None = None  # judged from a trace's recorded request
     recorded: RecordedDetails | None = None  # long-term, from a trace's recorded searches
+    # an instruction file (--memory-file) that states it: the procedural layer delivered it
+    memory_file: dict[str, Any] | None = None
 
     @property
     def lost_at_turn(self) -> int | None:
@@ -383,6 +389,8 @@ class Details:
 
     @property
     def kept_by(self) -> str | None:
+        if self.memory_file is not None:
+            return "memory_file"
         if self.observed is not None:
             return self.observed.kept_by
         if self.recorded is not None and self.recorded.kept_by is not None:
@@ -405,6 +413,9 @@ class Details:
             out.update(self.observed.to_dict())
         if self.recorded is not None:
             out.update(self.recorded.to_dict())
+        if self.memory_file is not None:
+            out["kept_by"] = "memory_file"
+            out["memory_file"] = self.memory_file
         return out
 
 

@@ -53,7 +53,11 @@ def evidence_index(
                 note += f"; {store.error}"
                 store = None
         elif embedder is None:
-            note = f"skipped: {note}"
+            from memdiag.stores.embeddings import MISSING
+
+            # a missing model is named once per run (the CLI's note), not in every diagnosis
+            note = "skipped: the embedding model is not installed" if note == MISSING else note
+            note = note if note.startswith("skipped: ") else f"skipped: {note}"
     index = EvidenceIndex(
         transcript.messages,
         transcript.session_ts,

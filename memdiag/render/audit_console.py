@@ -50,7 +50,9 @@ def store_rows(s: StoreSummary) -> tuple[str, list[tuple[str, str]]]:
     head = f"{s.location}, collection {s.collection}"
     if s.layout is not None and s.layout.bookkeeping:
         return head, [("skipped", s.retrieval_reason)]
-    kind = f"chroma {s.mode}"
+    kind = f"{s.type} {s.mode}" if s.type != "store" else "memory-store file"
+    if s.type == "store":
+        head = s.location
     if s.layout is not None:
         kind += f", written by {s.layout.name} (text in {s.layout.text_from})"
     rows = [("kind", kind), ("records", str(s.count))]
@@ -63,15 +65,16 @@ def store_rows(s: StoreSummary) -> tuple[str, list[tuple[str, str]]]:
             )
         )
     dims = "no vectors" if s.dimension is None else f"{s.dimension} dimensions"
-    rows.append(("vectors", f"{dims}, {s.space} distance"))
-    rows.append(
-        (
-            "embeddings",
-            f"{s.embedding_function} (persisted with the collection)"
-            if s.embedding_function
-            else "no embedding function persisted with the collection",
+    rows.append(("vectors", dims if s.type == "store" else f"{dims}, {s.space} distance"))
+    if s.type != "store":
+        rows.append(
+            (
+                "embeddings",
+                f"{s.embedding_function} (persisted with the collection)"
+                if s.embedding_function
+                else "no embedding function persisted with the collection",
+            )
         )
-    )
     if s.retrieval_checks == "available":
         rows.append(("retrieval", f"checked with {s.retrieval_reason}"))
     else:

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from memdiag.render.common import gaps_text
 from memdiag.render.literal import LiteralConsole
+from memdiag.render.words import clip as _clip
 from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
 
 if TYPE_CHECKING:
@@ -146,6 +147,8 @@ def render_replay(console: Console, report: ReplayReport, show: str = "changes")
     )
     console.print(head)
     render_survival(console, report)
+    render_memory_files(console, report)  # a coding-agent session: its instruction files
+    render_compactions(console, report)  # and what each compaction kept and dropped
     if show == "none":
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
@@ -193,6 +196,61 @@ def _totals(res: StrategyReplay) -> str:
         f"peak {peak}/{res.budget} tokens, {evicted} evicted, {summarized} summarized, "
         f"{over} over budget"
     )
+
+
+def render_memory_files(console: Console, report: ReplayReport) -> None:
+    """The instruction files given with --memory-file: injected at every turn, and their rules."""
+    for f in report.memory_files:
+        console.rule(f"[bold]{escape(f.name)}[/] (every window: the memories section)")
+        if not f.rules:
+            console.print("no rules found (prohibitions, always, commands)", style="dim")
+        for r in f.rules:
+            console.print(
+                Text(f"  line {r.line:>4}  {r.kind:<12} {_clip(r.text)}"), highlight=False
+            )
+
+
+def render_compactions(console: Console, report: ReplayReport) -> None:
+    """Each compaction a coding agent recorded: its size before and after, and which of the
+    user's instructions and strong facts stated before it the summary kept or dropped."""
+    for c in report.compactions:
+        where = f"line {c.line}" if c.line is not None else f"#{c.index}"
+        console.rule(f"[bold]compaction {c.index} (session {escape(c.session)}, {where})[/]")
+        facts = [p for p in (c.ts, f"trigger {c.trigger}" if c.trigger else None) if p]
+        before = f"{c.tokens_before}" if c.tokens_before is not None else "?"
+        after = f"{c.tokens_after}" if c.tokens_after is not None else "?"
+        how = " (recounted)" if c.tokens_after_source == "recounted" else ""
+        facts.append(f"{before} tokens before → {after} after{how}")
+        facts.append(f"replaced {len(c.replaced)} messages (turns 1-{c.after_turn})")
+        stated = len(c.kept) + len(c.dropped)
+        facts.append(
+            f"its summary kept {len(c.kept)} of the {stated} instructions and strong facts "
+            "stated before it"
+        )
+        console.print(" · ".join(facts), highlight=False)
+        table = Table(title_justify="left", title="stated before the compaction")
+        table.add_column("summary")
+        table.add_column("turn", justify="right")
+        table.add_column("statement")
+        if c.what_if:
+            table.add_column(f"what-if at {c.what_if_budget} tokens (turn {c.what_if_turn})")
+        for st in c.dropped:
+            keepers = c.what_if.get(st.text, {})
+            kept = ", ".join(k for k, v in keepers.items() if v) or "none"
+            row: list[Text] = [
+                Text("dropped, in memories", style="yellow")
+                if st.in_memories
+                else Text("dropped", style="red"),
+                Text(str(st.turn)),
+                Text(_clip(st.text)),
+            ]
+            table.add_row(*row, *([Text(f"kept by {kept}")] if c.what_if else []))
+        for st in c.kept:
+            row = [Text("kept", style="green"), Text(str(st.turn)), Text(_clip(st.text))]
+            table.add_row(*row, *([Text("")] if c.what_if else []))
+        if c.kept or c.dropped:
+            console.print(table)
+        console.print(Panel(Text(_clip(c.summary, 1200)), title="its summary", expand=False))
 
 
 def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:

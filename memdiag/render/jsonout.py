@@ -7,7 +7,7 @@ Each document starts with ``schema_version`` and follows its JSON Schema in
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
@@ -63,13 +63,20 @@ def fact_json(f: FactSurvival) -> dict[str, Any]:
 
 
 def replay_json(
-    transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
+    transcript: str,
+    encoding: str,
+    budget: int,
+    results: Sequence[StrategyReplay],
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``extra``: what a coding-agent session adds (``memory_files``, ``compactions``;
+    docs/coding-agents.md), after the budget."""
     return {
         "schema_version": SCHEMA_VERSION,
         "transcript": transcript,
         "encoding": encoding,
         "budget": budget,
+        **(extra or {}),
         "strategies": {
             r.name: {
                 "turns": [turn_json(t) for t in r.turns],
@@ -82,7 +89,11 @@ def replay_json(
 
 
 def replay_json_chunks(
-    transcript: str, encoding: str, budget: int, results: Sequence[StrategyReplay]
+    transcript: str,
+    encoding: str,
+    budget: int,
+    results: Sequence[StrategyReplay],
+    extra: Mapping[str, Any] | None = None,
 ) -> Iterator[str]:
     """``dumps(replay_json(...))`` written piece by piece, byte for byte the same text.
 
@@ -95,6 +106,8 @@ def replay_json_chunks(
     yield f'  "transcript": {_encode_str(transcript)},\n'
     yield f'  "encoding": {_encode_str(encoding)},\n'
     yield f'  "budget": {json.dumps(budget)},\n'
+    for key, value in (extra or {}).items():  # a coding-agent session's memory files, compactions
+        yield f"  {_encode_str(key)}: {dumps(value).replace(chr(10), chr(10) + '  ')},\n"
     if not results:
         yield '  "strategies": {}\n}'
         return
@@ -127,6 +140,33 @@ def _ids(ids: Sequence[str], pad: str) -> str:
 
 
 def _turn_text(r: TurnRecord, pad: str) -> str:
+    """``turn_json(r)`` as ``dumps`` indents it at ``pad``, formatted field by field (a long
+    replay has hundreds of thousands of turns); unusual values go the general way."""
+    if not (type(r.turn) is int and type(r.session) is str and type(r.session_turn) is int):
+        return _turn_text_general(r, pad)
+    tokens = r.tokens
+    if not tokens or not all(type(k) is str and type(v) is int for k, v in tokens.items()):
+        return _turn_text_general(r, pad)
+    p = pad + "  "
+    q = f",\n{p}  "
+    parts = [
+        f'{pad}{{\n{p}"turn": {r.turn},\n{p}"session": {_encode_str(r.session)},\n'
+        f'{p}"session_turn": {r.session_turn},\n{p}"tokens": {{\n{p}  '
+        + q.join(f"{_encode_str(k)}: {v}" for k, v in tokens.items())
+        + f'\n{p}}},\n{p}"entered": {_ids(r.entered, p)},\n{p}"evicted": {_ids(r.evicted, p)}'
+        f',\n{p}"summarized": {_ids(r.summarized, p)}'
+    ]
+    if r.dropped_by_session:
+        parts.append(f'{p}"dropped_by_session": {_ids(r.dropped_by_session, p)}')
+    if r.pinned:
+        pins = dumps([asdict(x) for x in r.pinned]).replace("\n", "\n" + p)
+        parts.append(f'{p}"pinned": {pins}')
+    if r.overflow:
+        parts.append(f'{p}"overflow": true')
+    return ",\n".join(parts) + f"\n{pad}}}"
+
+
+def _turn_text_general(r: TurnRecord, pad: str) -> str:
     """``turn_json(r)`` as ``dumps`` indents it at ``pad`` (the common value types by hand)."""
     p = pad + "  "
     parts = []
@@ -160,8 +200,14 @@ def call_json(c: CallTokens) -> dict[str, Any]:
     }
 
 
-def replay_jsonl(results: Sequence[StrategyReplay]) -> Iterator[str]:
-    """One line per strategy and turn, then one per fact: a stream for long transcripts."""
+def replay_jsonl(
+    results: Sequence[StrategyReplay], extra: Mapping[str, Any] | None = None
+) -> Iterator[str]:
+    """One line per strategy and turn, then one per fact: a stream for long transcripts
+    (after one line per memory file and recorded compaction of a coding-agent session)."""
+    for key, kind in (("memory_files", "memory_file"), ("compactions", "compaction")):
+        for item in (extra or {}).get(key, ()):
+            yield json.dumps({"type": kind, **item}, ensure_ascii=False)
     for r in results:
         for t in r.turns:
             yield json.dumps({"strategy": r.name, **turn_json(t)}, ensure_ascii=False)

@@ -88,7 +88,11 @@ class JsonRenderer(Renderer):
         # streamed: a long replay's document is never built whole (same text as _document)
         write = sys.stdout.write
         for chunk in replay_json_chunks(
-            report.transcript.path, report.encoding, report.budget, report.results
+            report.transcript.path,
+            report.encoding,
+            report.budget,
+            report.results,
+            report.extra(),
         ):
             write(chunk)
         write("\n")
@@ -115,7 +119,7 @@ class JsonlRenderer(Renderer):
     def replay(self, report: ReplayReport, show: str) -> None:
         from memdiag.render.jsonout import replay_jsonl
 
-        _lines(replay_jsonl(report.results))
+        _lines(replay_jsonl(report.results, report.extra()))
 
     def diagnose(self, transcript: str, diagnoses: Sequence[Diagnosis]) -> None:
         from memdiag.render.jsonout import diagnosis_json

@@ -184,6 +184,7 @@ class ChromaStore:
         self._tempdir = tempdir
         self._collections: dict[str, Any] = {}
         self._memories: dict[str, LayoutRead] = {}
+        self._functions: dict[str, tuple[Any | None, str]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -192,6 +193,7 @@ class ChromaStore:
         client, self._client = self._client, None
         self._collections.clear()
         self._memories.clear()
+        self._functions.clear()
         if client is not None:
             try:
                 client.close()
@@ -411,18 +413,15 @@ class ChromaStore:
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
         """The function that embeds queries for ``name``, or (None, why and what would fit).
 
-        The persisted one when it runs offline; for a collection that persisted none, the one
-        named by ``--embedding-function`` (checked against the stored dimension).
+        The persisted one when it runs offline; else the one named by ``--embedding-function``
+        (checked against the stored dimension), or the one at hand that reproduces the stored
+        vectors (``identify_model``). Memoized.
         """
-        from memdiag.stores.embedding_names import resolve_for_collection
+        from memdiag.stores.embedding_names import for_store
 
-        col = self._collection(name)
-        config = self._call(
-            f"cannot read the configuration of {name!r}", lambda: col.configuration_json
-        )
-        return resolve_for_collection(
-            config, lambda: self.collection_info(name).dimension, name, self.options
-        )
+        if name not in self._functions:  # identifying the model embeds records: once
+            self._functions[name] = for_store(self, name)
+        return self._functions[name]
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
         """Chroma's own nearest-neighbour query for one vector: its ranks and distances."""

@@ -11,7 +11,11 @@ vectors came from a model the store does not name. ``--embedding-function NAME``
 - the name is checked against the stored vectors' dimension first: a model that makes vectors
   of another size cannot have made these, and using it is an error (exit 2).
 
-With no flag, ``names_for_dimension`` says which names would fit.
+With no flag, the model is identified (``identify_model``): a few stored documents are embedded
+again with each model at hand offline (Chroma's ONNX all-MiniLM-L6-v2), and a model whose
+vectors reproduce the stored ones (cosine >= 0.999 for every record tried) is used, saying so.
+Otherwise ``names_for_dimension`` says which names would fit. The flag for a collection that
+persisted its own function is accepted only when it names that function (docs/stores.md).
 """
 
 from __future__ import annotations
@@ -151,29 +155,133 @@ def build_embedding_function(choice: KnownModel) -> tuple[Any, str]:
     return ef, f"{choice.provider}:{choice.model} (named by --embedding-function; uses its API)"
 
 
+# a model reproduces stored vectors when every record tried comes back this close
+REPRODUCED_COSINE = 0.999
+IDENTIFY_RECORDS = 5
+
+Sample = Callable[[], tuple[list[str], Any]]  # stored texts and their vectors (n, dim)
+
+
+def for_store(store: Any, name: str) -> tuple[Any | None, str]:
+    """``resolve_for_collection`` for collection ``name`` of a ``ChromaStore``."""
+    col = store._collection(name)
+    config = store._call(
+        f"cannot read the configuration of {name!r}", lambda: col.configuration_json
+    )
+    return resolve_for_collection(
+        config,
+        lambda: store.collection_info(name).dimension,
+        name,
+        store.options,
+        lambda: stored_sample(store.memories(name).data),
+    )
+
+
+def stored_sample(data: Any) -> tuple[list[str], Any]:
+    """The first ``IDENTIFY_RECORDS`` records with text of a collection, and their vectors."""
+    rows = [i for i, d in enumerate(data.documents) if d and d.strip()][:IDENTIFY_RECORDS]
+    emb = data.embeddings
+    return [data.documents[i] or "" for i in rows], None if emb is None else emb[rows]
+
+
+def identify_model(sample: Sample, dimension: int | None) -> tuple[Any | None, str]:
+    """The offline model that made the stored vectors, or (None, what was tried).
+
+    Embeds up to ``IDENTIFY_RECORDS`` stored texts with each model at hand offline and keeps one
+    whose vectors all have cosine >= ``REPRODUCED_COSINE`` to the stored ones.
+    """
+    import numpy as np
+
+    from memdiag.stores.embeddings import embed, find_model_dir, resolve_embedding_function
+
+    texts, vectors = sample()
+    if not texts or vectors is None or not len(vectors):
+        return None, "no stored document to re-embed"
+    texts, stored = texts[:IDENTIFY_RECORDS], np.asarray(vectors[:IDENTIFY_RECORDS], dtype=float)
+    tried: list[str] = []
+    # the models memdiag runs offline; a model of another dimension cannot have made them
+    for model in (m for m in KNOWN_MODELS if m.offline):
+        if dimension is not None and model.dimension != dimension:
+            tried.append(f"{model.model} makes {model.dimension}-dimensional vectors")
+            continue
+        if find_model_dir()[0] is None:
+            tried.append(f"{model.model} is not installed ({find_model_dir()[1]})")
+            continue
+        ef, how = resolve_embedding_function({"type": "known", "name": model.provider})
+        if ef is None:
+            tried.append(how)
+            continue
+        got = np.asarray(embed(ef, texts), dtype=float)
+        norms = np.linalg.norm(got, axis=1) * np.linalg.norm(stored, axis=1)
+        cos = np.einsum("ij,ij->i", got, stored) / np.where(norms > 0, norms, 1.0)
+        same = int(np.count_nonzero(cos >= REPRODUCED_COSINE))
+        if same == len(texts):
+            return ef, (
+                f"vectors reproduced by {model.model}: {same}/{len(texts)} records "
+                f"(ONNX, offline; --embedding-function overrides)"
+            )
+        tried.append(
+            f"{model.model} reproduced {same}/{len(texts)} stored vectors "
+            f"(lowest cosine {float(cos.min()):.3f})"
+        )
+    return None, "; ".join(tried)
+
+
+def _agrees(name: str, persisted: str) -> bool:
+    """Whether ``--embedding-function name`` names the function a collection persisted."""
+    from memdiag.stores.embeddings import LOCAL_DEFAULT_NAMES
+
+    provider, _model = parse_name(name)
+    if persisted in LOCAL_DEFAULT_NAMES:
+        return provider in ("default", *LOCAL_DEFAULT_NAMES)
+    return provider == persisted.lower()
+
+
 def resolve_for_collection(
-    config: Any, dimension: Callable[[], int | None], collection: str, options: ReadOptions
+    config: Any,
+    dimension: Callable[[], int | None],
+    collection: str,
+    options: ReadOptions,
+    sample: Sample | None = None,
 ) -> tuple[Any | None, str]:
     """The embedding function for one collection's queries, or (None, why + what would fit).
 
-    A persisted function wins (``--embedding-function`` only names what a store did not
-    persist); without one, the named function is checked against the stored ``dimension``.
+    A persisted function is the collection's own: ``--embedding-function`` naming another one,
+    or one whose vectors have another dimension, is an error (exit 2). Without a persisted one,
+    the named function is checked against the stored ``dimension``; with no name either, the
+    model is identified from the stored vectors (``identify_model``, when ``sample`` is given).
     """
     from memdiag.stores.embeddings import embedding_function_name, resolve_embedding_function
 
     ef, reason = resolve_embedding_function(config)
-    if ef is not None or embedding_function_name(config) is not None:
+    persisted = embedding_function_name(config)
+    if options.embedding_function and persisted is not None:
+        if persisted == "legacy" or not _agrees(options.embedding_function, persisted):
+            dim = dimension()
+            size = f" for its {dim}-dimensional vectors" if dim else ""
+            raise UsageError(
+                f"--embedding-function {options.embedding_function} contradicts collection "
+                f"{collection!r}: it persisted its own embedding function {persisted!r}{size}; "
+                "drop the flag (it names the model of collections that persisted none)"
+            )
+        choose_model(options.embedding_function, dimension(), collection)  # the dimension
+    if ef is not None or persisted is not None:
         return ef, reason
     if options.embedding_function:
         choice = choose_model(options.embedding_function, dimension(), collection)
         return build_embedding_function(choice)
     dim = dimension()
     fits = names_for_dimension(dim)
-    if embedding_function_name(config) is None and dim:
+    if dim:
         reason = (
             "the collection has no persisted embedding function (langchain-chroma and mem0 create "
             "theirs with embedding_function=None)"
         )
+        if sample is not None:
+            found, tried = identify_model(sample, dim)
+            if found is not None:
+                return found, tried
+            reason = f"{reason}; re-embedding stored documents: {tried}"
         if fits:
             first, rest = fits[0], fits[1:]
             also = f" (also fit: {', '.join(rest)})" if rest else ""

@@ -66,7 +66,7 @@ def has_model_files(d: Path) -> bool:
 def find_model_dir() -> tuple[Path | None, str]:
     """The folder containing ``onnx/`` with all six model files, or (None, a short reason).
 
-    A miss is remembered (``model_misses()``) so that the CLI names the model once per run.
+    A miss is remembered (``take_model_misses()``) so that the CLI names the model once per run.
     """
     candidates: list[tuple[Path, str]] = []
     env = os.environ.get(ENV_MODEL_DIR)

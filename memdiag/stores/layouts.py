@@ -9,6 +9,9 @@ The user never converts a store. memdiag recognizes:
   ``_node_type``, ``document_id``/``doc_id``/``ref_doc_id``; the text is in the documents, or,
   when a version left them empty, in ``_node_content``'s ``text``.
 - **langchain-chroma**: collection ``langchain`` (its default name), text in documents.
+- **AutoGen** ``ChromaDBVectorMemory``: text in documents, metadata ``mime_type``
+  (``MemoryMimeType.TEXT``) beside the user's; its collection metadata ``distance_metric`` is
+  not a Chroma setting (the audit says so).
 - **plain Chroma**: text in documents, metadata as written.
 
 ``read_layout`` returns the collection with its text in ``documents`` and the library's own
@@ -28,7 +31,7 @@ from memdiag.fileio import json_loads
 if TYPE_CHECKING:
     from memdiag.stores.records import CollectionData
 
-LAYOUTS = ("mem0", "llamaindex", "langchain", "chroma")
+LAYOUTS = ("mem0", "llamaindex", "langchain", "autogen", "chroma")
 TENANT_KEYS = ("user_id", "agent_id", "run_id")
 # Collections a library keeps for itself: never memories.
 BOOKKEEPING_COLLECTIONS = {"mem0migrations": "mem0"}
@@ -37,6 +40,7 @@ MEM0_TEXT_KEYS = ("data", "memory", "text")
 MEM0_OWN_KEYS = frozenset({"data", "hash", "text_lemmatized", "memory"})
 LLAMA_OWN_KEYS = frozenset({"_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id"})
 LANGCHAIN_DEFAULT_COLLECTION = "langchain"
+AUTOGEN_OWN_KEYS = frozenset({"mime_type"})
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,21 @@ def detect_layout(
         text_from = "_node_content" if empty_docs else "documents"
         return Layout(
             "llamaindex", text_from, "metadata '_node_content' (LlamaIndex nodes)", present
+        )
+    if (
+        _share(
+            metadatas,
+            lambda m: (
+                isinstance(m.get("mime_type"), str) and m["mime_type"].startswith("MemoryMimeType.")
+            ),
+        )
+        >= 0.5
+    ):
+        return Layout(
+            "autogen",
+            "documents",
+            "metadata 'mime_type' MemoryMimeType.* (AutoGen ChromaDBVectorMemory)",
+            present,
         )
     if name == LANGCHAIN_DEFAULT_COLLECTION:
         return Layout(
@@ -299,4 +318,6 @@ def own_metadata(layout: Layout, meta: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in meta.items() if k not in MEM0_OWN_KEYS}
     if layout.name == "llamaindex":
         return {k: v for k, v in meta.items() if k not in LLAMA_OWN_KEYS}
+    if layout.name == "autogen":
+        return {k: v for k, v in meta.items() if k not in AUTOGEN_OWN_KEYS}
     return dict(meta)

@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memdiag.stores.layouts import tenant_of
-from memdiag.text import memory_subject, same_value
+from memdiag.subjects import memory_subject
+from memdiag.text import same_value
 
 if TYPE_CHECKING:
     from memdiag.extract import Extractor
@@ -88,7 +89,9 @@ def claims(
             continue
         ts = record_time(meta)
         tenant = tenant_of(meta)
-        who = memory_subject(doc) or ""
+        # the sentence's named subject, or the entity the library filed it under (MCP memory)
+        entity = meta.get("entity")
+        who = memory_subject(doc) or (entity if isinstance(entity, str) else "")
         for e in facts:
             out.append(
                 Claim(i, e.field, e.value, e.strong, ex.is_multi(e.field), ts, tenant, e.rule, who)

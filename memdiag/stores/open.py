@@ -10,7 +10,7 @@ builds a window takes that section from :meth:`LongTermStores.profile_section` (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memdiag.config import Settings
@@ -35,6 +35,7 @@ class LongTermStores:
     facts: FactsFile | None
     chroma: ChromaStore | None
     collection: str | None
+    memory: Any = None  # --store: a memory-store file (stores.documents) or a Qdrant folder
 
     @classmethod
     def open(
@@ -43,9 +44,11 @@ class LongTermStores:
         chroma: str | None,
         collection: str | None,
         options: ReadOptions | None = None,
+        memory_store: str | None = None,
     ) -> LongTermStores:
         facts = None
         store = None
+        memory = None
         if facts_file:
             from memdiag.stores.facts_file import load_facts_file
 
@@ -54,17 +57,31 @@ class LongTermStores:
             from memdiag.stores.chroma import open_chroma
 
             store = open_chroma(chroma, options)
-        return cls(facts, store, collection)
+        if memory_store:
+            from memdiag.stores.documents import open_store
+
+            memory = open_store(memory_store, options)
+        return cls(facts, store, collection, memory)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> LongTermStores:
-        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true)."""
+    def from_settings(cls, settings: Settings, *, audit: bool = False) -> LongTermStores:
+        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true).
+
+        A memory-store file (``--store``) is audited only: verdicts need a store memdiag can
+        query, so anything but an audit refuses it rather than ignoring it (docs/stores.md).
+        """
+        from memdiag.errors import UsageError
         from memdiag.stores.layouts import ReadOptions, Scope
 
         s = settings.store
+        if s.memory_store and not audit:
+            raise UsageError(
+                "--store is audited by inspect-store (and check's max_findings); diagnose "
+                "verdicts read --facts-file and --chroma"
+            )
         # one tenant of a multi-user store; the model of a collection that persisted none
         options = ReadOptions(Scope(s.user_id, s.agent_id, s.run_id), s.embedding_function)
-        return cls.open(s.facts_file, s.chroma, s.collection, options)
+        return cls.open(s.facts_file, s.chroma, s.collection, options, s.memory_store)
 
     def close(self) -> None:
         if self.chroma is not None:
@@ -78,7 +95,7 @@ class LongTermStores:
 
     @property
     def empty(self) -> bool:
-        return self.facts is None and self.chroma is None
+        return self.facts is None and self.chroma is None and self.memory is None
 
     def checked(self) -> list[str]:
         out = []
@@ -88,6 +105,8 @@ class LongTermStores:
             out.append(
                 f"chroma {self.chroma.spec}" + (f" [{self.collection}]" if self.collection else "")
             )
+        if self.memory is not None:
+            out.append(f"{self.memory.label} {self.memory.spec}")
         return out
 
     # -- profile injection -------------------------------------------------------------------

@@ -8,10 +8,10 @@ so one replay is O(number of messages): no window is ever copied per turn.
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, overload
 
 if TYPE_CHECKING:
     from memdiag.extract import Extractor
@@ -142,32 +142,45 @@ class Strategy(Protocol):
 
 
 class UnitQueue:
-    """The verbatim part of a window: units in order with a running token sum.
+    """The verbatim part of a window: units in order, with prefix sums of their tokens.
 
     Shared by every strategy so that eviction rules (never split a tool pair, never evict the
-    newest unit) live in one place.
+    newest unit) live in one place. Units are kept in one list with a head (the oldest unit
+    still in the window) and the running sums of their tokens and their turns: the window's
+    tokens are a difference of two sums, and an eviction is one bisect over each array (the
+    token limit, the oldest turn allowed) instead of one step per unit (docs/engine.md).
     """
 
     def __init__(self) -> None:
-        self.units: deque[Unit] = deque()
-        self.tokens = 0
+        self._units: list[Unit] = []
+        self._sums: list[int] = [0]  # _sums[k]: tokens of _units[:k]
+        self._turns: list[int] = []  # _units[k].turn, non-decreasing (units arrive in order)
+        self._head = 0
+        self.units = _Window(self)
 
     def __len__(self) -> int:
-        return len(self.units)
+        return len(self._units) - self._head
+
+    @property
+    def tokens(self) -> int:
+        return self._sums[-1] - self._sums[self._head]
 
     def append(self, unit: Unit) -> None:
-        self.units.append(unit)
-        self.tokens += unit.tokens
+        self._units.append(unit)
+        self._sums.append(self._sums[-1] + unit.tokens)
+        self._turns.append(unit.turn)
 
     def popleft(self) -> Unit:
-        unit = self.units.popleft()
-        self.tokens -= unit.tokens
+        if not len(self):
+            raise IndexError("pop from an empty window")
+        unit = self._units[self._head]
+        self._head += 1
+        self._compact()
         return unit
 
     def clear(self) -> list[int]:
-        dropped = [i for u in self.units for i in u.indices]
-        self.units.clear()
-        self.tokens = 0
+        dropped = [i for u in self._units[self._head :] for i in u.indices]
+        self._units, self._sums, self._turns, self._head = [], [0], [], 0
         return dropped
 
     def evict_to(self, limit: int, out: list[int], min_turn: int | None = None) -> None:
@@ -175,13 +188,54 @@ class UnitQueue:
 
         The newest unit (the current user message) is never evicted.
         """
-        while len(self.units) > 1 and (
-            self.tokens > limit or (min_turn is not None and self.units[0].turn < min_turn)
-        ):
-            out.extend(self.popleft().indices)
+        head, last = self._head, len(self._units) - 1
+        if head >= last:
+            return
+        # the first unit from which the window fits: _sums[k] >= _sums[-1] - limit
+        k = bisect.bisect_left(self._sums, self._sums[-1] - limit, head, last)
+        if min_turn is not None:
+            k = max(k, bisect.bisect_left(self._turns, min_turn, head, last))
+        if k > head:
+            for u in self._units[head:k]:
+                out.extend(u.indices)
+            self._head = k
+            self._compact()
 
     def indices(self) -> tuple[int, ...]:
-        return tuple(i for u in self.units for i in u.indices)
+        return tuple(i for u in self._units[self._head :] for i in u.indices)
+
+    def _compact(self) -> None:
+        """Drop the evicted units once they are half the list (amortized O(1) per unit)."""
+        head = self._head
+        if head > 64 and head * 2 > len(self._units):
+            base = self._sums[head]
+            self._units = self._units[head:]
+            self._turns = self._turns[head:]
+            self._sums = [x - base for x in self._sums[head:]]
+            self._head = 0
+
+
+class _Window(Sequence[Unit]):
+    """The units of a queue's window, oldest first (a view: nothing is copied)."""
+
+    def __init__(self, queue: UnitQueue) -> None:
+        self._queue = queue
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @overload
+    def __getitem__(self, k: int) -> Unit: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[Unit]: ...
+    def __getitem__(self, k: int | slice) -> Unit | Sequence[Unit]:
+        q = self._queue
+        if isinstance(k, slice):
+            return q._units[q._head :][k]
+        n = len(q)
+        if not -n <= k < n:
+            raise IndexError(k)
+        return q._units[q._head + k if k >= 0 else len(q._units) + k]
 
 
 def min_turn_for(turn: int, max_turns: int | None) -> int | None:

@@ -106,8 +106,7 @@ class SummaryStrategy:
             and fixed_tokens + self.summary_tokens + queue.tokens > self.trigger_tokens
         ):
             chunk: list[int] = []
-            while len(queue) > 1 and queue.tokens > self.keep_recent_tokens:
-                chunk.extend(queue.popleft().indices)
+            queue.evict_to(self.keep_recent_tokens, chunk)  # the oldest units, newest kept
             if chunk:
                 # token counts from the run's single encoding pass let the summarizer
                 # estimate sentence costs instead of encoding every sentence again

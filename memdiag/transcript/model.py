@@ -54,6 +54,9 @@ class SummaryEvent:
     replaces_through: int  # index of the last message it covers
     session: str
     line: int = 0
+    # what the source tells of it (a coding agent's compaction: line, time, trigger, tokens
+    # before and after; docs/coding-agents.md)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,9 @@ class Transcript:
     # observed requests (docs/reference.md#observed-windows), by `before`
     windows: tuple[WindowEvent, ...] = ()
     retrievals: tuple[RetrievalEvent, ...] = ()  # recorded memory searches, by `before`
+    # what the source can and cannot tell (a framework's state without its system prompt, a
+    # checkpoint's state that is not the model's input): said to the user, not problems
+    notes: tuple[str, ...] = ()
 
     def window_at(self, number: int) -> WindowEvent | None:
         """The observed request of turn ``number`` that produced its final reply, if recorded."""
@@ -178,6 +184,7 @@ class RawSummary:
     content: str
     replaces_through: str | None = None  # message id; None: everything before the event
     line: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 # a reader may yield the probes of a benchmark, and why some could not be read, along its messages
@@ -194,6 +201,7 @@ def build(
     format: str,
     skipped: int = 0,
     warnings: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> Transcript:
     """Assign ids, sessions and turns to a raw stream. Raises InputError on dangling references."""
     from memdiag.errors import InputError
@@ -313,7 +321,7 @@ def build(
                 line=raw.line,
             )
         owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
-        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line))
+        summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line, raw.meta))
     windows, retrievals = resolve(pending_events, messages, path)
 
     return Transcript(
@@ -326,6 +334,7 @@ def build(
         session_ts=session_ts,
         skipped=skipped,
         warnings=tuple(warn),
+        notes=tuple(notes),
         probes=tuple(probes),
         probe_problems=tuple(probe_problems),
         windows=windows,

@@ -59,6 +59,8 @@ class Source:
     warnings: list[str] = field(default_factory=list)
     # every record skipped with --skip-invalid, with the error a strict read stops at
     problems: list[ReadProblem] = field(default_factory=list)
+    # what the file can and cannot tell, said to the user (Transcript.notes)
+    notes: list[str] = field(default_factory=list)
 
     def error(self, message: str, line: int | None = None) -> InputError:
         return InputError(message, path=self.path, line=line)

@@ -66,6 +66,8 @@ def to_canonical(transcript: Transcript) -> Iterator[dict[str, Any]]:
             record: dict[str, Any] = {"type": "summary", "content": event.content}
             if event.replaces_through >= 0:
                 record["replaces_through"] = messages[event.replaces_through].id
+            if event.meta:  # a coding agent's compaction: where and how (docs/coding-agents.md)
+                record["compaction"] = event.meta
             next_summary += 1
             yield record
 

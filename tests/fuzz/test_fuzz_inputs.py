@@ -18,8 +18,11 @@ from tests.fuzz.harness import FIXTURES, fuzz_settings, run_cli
 from tests.fuzz.mutate import NASTY_TEXT, json_file, yaml_file
 
 # format → its seed (the first example it declares), for every format the registry lists that is
-# read from parsed JSON (an SQLite database is fuzzed as a file elsewhere)
-TRANSCRIPTS = {f.name: f.examples[0] for f in formats().values() if not hasattr(f, "detect_path")}
+# read from JSON text, directory readers' session files included (an SQLite database is fuzzed
+# as a file elsewhere)
+TRANSCRIPTS = {
+    f.name: f.examples[0] for f in formats().values() if f.examples[0].endswith((".json", ".jsonl"))
+}
 N = {"transcript": (3, 800), "config": (8, 900), "spec": (6, 900), "facts": (8, 1000)}
 N |= {"rules": (6, 700), "flags": (8, 700)}
 

@@ -396,7 +396,7 @@ def test_smolagents_steps_read_as_one_conversation() -> None:
     # the reply the user reads
     path = CALLS / "smolagents_steps.json"
     t = load(path)
-    assert t.format == "smolagents" and len(t.turns) == 3
+    assert t.format == "smolagents_steps" and len(t.turns) == 3
     assert [m.role for m in t.messages] == [
         "system", "user", "assistant", "user", "assistant", "tool", "assistant", "user",
         "assistant",

@@ -9,6 +9,7 @@ import pytest
 from memdiag.errors import InputError
 from memdiag.transcript import detect_format, load, read_source
 from memdiag.transcript import formats as _registry
+from memdiag.transcript.formats.base import Selection
 from tests.transcript.common import (
     FIXTURES,
     roles,
@@ -137,7 +138,13 @@ def test_every_format_module_is_registered_once_and_asked_once() -> None:
     # the constants of older callers are the registry's
     assert formats.formats() == formats.FORMATS
     assert formats.detection_order() == formats.DETECTION_ORDER
-    assert [f.name for f in formats.PATH_FORMATS] == ["openai_agents"]
+    # openai_agents takes any SQLite file (and names the table it lacks): asked last
+    assert [f.name for f in formats.PATH_FORMATS] == [
+        "claude_code",
+        "codex",
+        "langgraph",
+        "openai_agents",
+    ]
 
 
 EXAMPLES = [(f.name, e) for f in _registry.formats().values() for e in f.examples]
@@ -152,14 +159,15 @@ def test_every_example_of_every_format_is_detected_as_it(name: str, example: str
         assert fmt.detect_path(path)
     else:
         assert detect_format(read_source(path)) == name
-    select = "all" if "conversation" in getattr(fmt, "selects", {}) else None
-    assert load(path, select=select).format == name
+    # every choice the reader takes (--session, --conversation, --agent): all of them
+    chosen = Selection(**{c: "all" for c in getattr(fmt, "selects", {})})
+    assert load(path, selection=chosen).format == name
 
 
 def test_unknown_and_unrecognised_formats_list_the_registry(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "x.jsonl", [{"hello": "world"}])
     names = ", ".join(_registry.names())
-    assert names.startswith("anthropic, canonical, chatgpt,")
+    assert names.startswith("adk, anthropic, autogen, canonical, chatgpt,")
     with pytest.raises(InputError, match=f"one of: {names} \\(use --from NAME\\)"):
         load(path)
     with pytest.raises(InputError, match=f"unknown format 'yaml'; choose one of: {names}"):

@@ -27,6 +27,7 @@ from memdiag.cli import app
 from memdiag.errors import InputError
 from memdiag.transcript import load
 from memdiag.transcript.formats import formats, get
+from memdiag.transcript.formats.base import Selection
 from tests.conftest import FIXTURES
 from tests.fuzz.mutate import json_file
 
@@ -215,9 +216,9 @@ def test_fuzzed_inputs_are_input_errors_or_read(fmt: str) -> None:
     def run(data: bytes, named: bool, skip: bool) -> None:
         path = folder / ("in.jsonl" if jsonl else "in.json")
         path.write_bytes(data)
-        select = "all" if "conversation" in getattr(get(fmt), "selects", {}) else None
+        chosen = Selection(**{c: "all" for c in getattr(get(fmt), "selects", {})})
         with contextlib.suppress(InputError):
-            load(path, fmt if named else None, skip_invalid=skip, select=select)
+            load(path, fmt if named else None, skip_invalid=skip, selection=chosen)
 
     try:
         run()

@@ -9,13 +9,19 @@ reuses the diagnosis's replay context: the transcript is not counted or indexed 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memdiag.config import Settings
 from memdiag.render.report.data import TextRecorder, document, run_data
-from memdiag.replay import ReplayContext, ReplayReport, prepare, replay, strategy_names
+from memdiag.replay import (
+    ReplayContext,
+    ReplayReport,
+    prepare,
+    recorded_compactions,
+    replay,
+    strategy_names,
+)
 from memdiag.transcript.model import Transcript
 
 
@@ -52,7 +58,7 @@ def replay_for_report(
         and (context.memory_text, context.memory_tokens) == memory
     )
     if context is not None and same:
-        rctx = dataclasses.replace(context, _evidence={})  # what a diagnosis remembered: not here
+        rctx = context.lexical()  # evidence a diagnosis remembered is given again below
     else:
         rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     for fact, indices in (evidence or {}).items():
@@ -63,6 +69,7 @@ def replay_for_report(
     if getattr(transcript, "windows", None) and "observed" not in names:
         names.append("observed")  # the recorded requests of a trace: one more column
     results = [replay(rctx, name, facts, observe=recorder(name)) for name in names]
+    recorded = any(ev.meta for ev in transcript.summaries)
     report = ReplayReport(
         transcript,
         rctx.counter.encoding_name,
@@ -71,6 +78,7 @@ def replay_for_report(
         list(facts),
         False,
         rctx.costs,
+        compactions=recorded_compactions(rctx) if recorded else (),
     )
     return report, recorder
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from memdiag.checks import CheckReport
     from memdiag.checks.spec import Case, Expectation
     from memdiag.config import Settings
+    from memdiag.replay import ReplayContext
     from memdiag.transcript.model import Transcript
 
 
@@ -41,7 +42,10 @@ def _targets(e: Expectation, t: Transcript) -> list[tuple[str, int]]:
     return same if e.at_turn is None and same else [(e.fact, e.at_turn or last)]
 
 
-def _case_run(case: Case, failures: dict[int, list[str]], name: str) -> dict[str, Any] | None:
+def _case_run(
+    case: Case, failures: dict[int, list[str]], name: str, context: ReplayContext | None = None
+) -> dict[str, Any] | None:
+    """``context``: the replay context the case ran with (its transcript and counts reused)."""
     from memdiag.checks.spec import TRANSCRIPT_KINDS
     from memdiag.stores.open import profile_memory
     from memdiag.transcript import load
@@ -49,14 +53,16 @@ def _case_run(case: Case, failures: dict[int, list[str]], name: str) -> dict[str
     exps = [e for e in case.expectations if e.kind in TRANSCRIPT_KINDS]
     if case.transcript is None or not exps:
         return None
-    t = load(case.transcript)
+    if case.conversation is not None:
+        context = None  # the page reads the file as a whole (as it did before contexts)
+    t = context.transcript if context is not None else load(case.transcript)
     if not t.turns:
         return None
     plan = [(e, _targets(e, t)) for e in exps]
     facts = list(dict.fromkeys(fact for _, targets in plan for fact, _ in targets))
     settings: Settings = case.settings
     memory = profile_memory(settings)
-    report, recorder = replay_for_report(t, settings, facts, memory=memory)
+    report, recorder = replay_for_report(t, settings, facts, memory=memory, context=context)
     cards = []
     for e, targets in plan:
         for fact, turn in targets:
@@ -97,7 +103,7 @@ def check_document(spec_path: str | Path, base: Settings, result: CheckReport) -
         failures: dict[int, list[str]] = {}
         for line, text in zip(res.failure_lines, res.failures, strict=True):
             failures.setdefault(line, []).append(text)
-        run = _case_run(case, failures, case.name)
+        run = _case_run(case, failures, case.name, res.context)
         cases.append(
             {
                 "name": res.name,

@@ -212,6 +212,10 @@ def run_data(
         "line_facts": lines.holds,
         "strategies": strategies,
         "cards": list(cards),
+        # a coding agent's recorded compactions: marked on the timeline with their summary
+        **(
+            {"compactions": [c.to_dict() for c in report.compactions]} if report.compactions else {}
+        ),
     }
 
 

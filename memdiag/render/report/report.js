@@ -429,6 +429,20 @@
       add(tl, row);
       ui.strips.push([cv, s]);
     });
+    var comps = R.run.compactions || [];
+    if (comps.length) {
+      var crow = h("div", "tlrow"); crow.dataset.row = "compactions";
+      add(crow, h("span", "lbl", "compactions"));
+      var cmarks = h("div", "marks");
+      comps.forEach(function (c) {
+        var turn = clamp(c.after_turn + 1, 1, R.T);
+        var mk = marker("compact", turn, compactionTitle(c));
+        mk.dataset.compaction = String(c.index);
+        add(cmarks, mk);
+      });
+      add(crow, cmarks);
+      add(tl, crow);
+    }
     if (R.sessionStarts.length <= 400) {
       R.sessionStarts.forEach(function (t) {
         var d = h("div", "sess"); d.style.left = "calc(120px + (100% - 128px) * " + (xOf(t) / 100) + ")"; add(tl, d);
@@ -444,6 +458,47 @@
       setTurn(turnAt(f));
     });
     return tl;
+  }
+
+  function compactionTitle(c) {
+    var size = (c.tokens_before != null ? c.tokens_before : "?") + " → " +
+      (c.tokens_after != null ? c.tokens_after : "?") + " tokens" +
+      (c.tokens_after_source === "recounted" ? " (after: recounted)" : "");
+    return "compaction " + c.index + (c.line != null ? " at line " + c.line : "") +
+      (c.trigger ? " (" + c.trigger + ")" : "") + ": " + size + "; kept " + c.kept.length +
+      ", dropped " + c.dropped.length + " of the instructions and strong facts before it";
+  }
+
+  function compactionList() {
+    var wrap = h("div", "compactions");
+    (R.run.compactions || []).forEach(function (c) {
+      var box = h("details", "compaction");
+      box.open = c.dropped.length > 0;
+      add(box, h("summary", null, compactionTitle(c) + (c.ts ? " · " + c.ts : "")));
+      if (c.dropped.length) {
+        add(box, h("div", "no", "what this compaction forgot:"));
+        var ul = h("ul");
+        c.dropped.forEach(function (st) {
+          var keepers = Object.keys(st.kept_by || {}).filter(function (k) { return st.kept_by[k]; });
+          var what = st.kept_by ? " (what-if: " + (keepers.length ? "kept by " + keepers.join(", ") : "no simulated strategy keeps it") + ")" : "";
+          add(ul, h("li", null, "turn " + st.turn + ": " + st.text + what));
+        });
+        add(box, ul);
+      }
+      if (c.kept.length) {
+        add(box, h("div", "yes", "kept by its summary:"));
+        var ul2 = h("ul");
+        c.kept.forEach(function (st) { add(ul2, h("li", null, "turn " + st.turn + ": " + st.text)); });
+        add(box, ul2);
+      }
+      add(box, h("div", "dim", "its summary:"));
+      add(box, h("pre", "summary-text", c.summary));
+      var go = h("button", null, "go to the turn after it");
+      go.addEventListener("click", function () { setTurn(clamp(c.after_turn + 1, 1, R.T)); });
+      add(box, go);
+      add(wrap, box);
+    });
+    return wrap;
   }
 
   function redrawStrips() { ui.strips.forEach(function (p) { drawStrip(p[0], p[1]); }); }
@@ -815,10 +870,15 @@
     add(app, ui.scrub);
     ui.timeline = buildTimeline();
     add(app, ui.timeline);
+    if ((run.compactions || []).length) {
+      add(app, h("h2", null, "Compactions the agent recorded"));
+      add(app, compactionList());
+    }
     var legend = h("div", "legend");
     add(legend, h("span", null, "window:"));
     SECTIONS.forEach(function (sec) { var sp = h("span"); var i = h("i"); i.style.background = SECTION_COLOR[sec]; add(sp, i, SECTION_LABEL[sec]); add(legend, sp); });
-    add(legend, h("span", null, "▼ a tracked fact left the window · ▲ back · ◆ failure"));
+    add(legend, h("span", null, "▼ a tracked fact left the window · ▲ back · ◆ failure" +
+      ((run.compactions || []).length ? " · ■ compaction" : "")));
     add(app, legend);
     add(app, h("h2", null, "The window at this turn"));
     ui.userRow = h("div"); add(app, ui.userRow);

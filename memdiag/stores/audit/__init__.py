@@ -31,7 +31,7 @@ One module per family: ``facts_file`` (the facts file alone), ``duplicates``, ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +83,7 @@ def _facts_summary(facts: FactsFile) -> FactsFileSummary:
 def _collection_fields(store: ChromaStore, info: CollectionInfo) -> dict[str, Any]:
     """What every collection summary says of the store and the collection itself."""
     return {
+        "type": getattr(store, "summary_type", "chroma"),
         "location": store.spec,
         "mode": store.kind,
         "collection": info.name,
@@ -135,11 +136,14 @@ def audit(
     page_size: int = 5000,
     block_size: int = 2048,
     near_duplicates: bool = True,
+    others: Sequence[Any] = (),
 ) -> AuditReport:
     """Audit a facts file and/or a Chroma store (one collection, or all when None).
 
-    ``settings`` are the user's (``audit:`` in the config); ``now`` dates ages (default: the
-    current time), ``page_size`` is the Chroma read page, ``block_size`` the tile edge of the
+    ``others`` are more stores read the same way (memory-store files: one collection each, no
+    vectors; ``memdiag.stores.documents``). ``settings`` are the user's (``audit:`` in the
+    config); ``now`` dates ages (default: the current time), ``page_size`` is the Chroma read
+    page, ``block_size`` the tile edge of the
     near-duplicate search, which ``near_duplicates=False`` skips. ``progress(done, total)`` is
     called while reading and comparing large collections.
     """
@@ -156,10 +160,13 @@ def audit(
         tiers["profile"] += len(facts.entries)
         findings.extend(facts_file_findings(facts, settings.stale_after_days, options.now))
 
-    if store is not None:
+    for one in [store, *others]:
+        if one is None:
+            continue
+        store = one
         # every collection but the libraries' own bookkeeping (mem0's mem0migrations), which
         # is listed as skipped
-        names = [collection] if collection else store.memory_collections()
+        names = [collection] if collection and store.kind != "file" else store.memory_collections()
         if not collection:
             for name in sorted(set(store.collection_names()) - set(names)):
                 stores.append(_skipped_summary(store, store.collection_info(name)))

@@ -22,9 +22,52 @@ def unit_vectors(embeddings: np.ndarray | None) -> bool | None:
     return bool(np.all(np.abs(norms - 1.0) < 1e-3))
 
 
-def space_findings(info: CollectionInfo, unit_vectors: bool | None) -> list[Finding]:
-    """Configuration and legacy metadata disagreeing on the space, and L2 spaces."""
+# Collection metadata keys that read like a distance setting but that Chroma ignores (its own
+# are the configuration's hnsw/spann "space" and the legacy metadata "hnsw:space"). AutoGen's
+# ChromaDBVectorMemory writes {"distance_metric": "cosine"} and scores results as cosine.
+LOOKALIKE_SPACE_KEYS = (
+    "distance_metric",
+    "distance",
+    "metric",
+    "space",
+    "similarity",
+    "distance_function",
+    "hnsw_space",
+)
+SPACE_WORDS = {"cosine": "cosine", "cos": "cosine", "l2": "l2", "euclidean": "l2", "ip": "ip"}
+SPACE_WORDS.update({"inner_product": "ip", "dot": "ip", "dot_product": "ip"})
+
+
+def lookalike_findings(info: CollectionInfo) -> list[Finding]:
+    """distance_metric: metadata that names a distance space Chroma never reads."""
     out: list[Finding] = []
+    for key in LOOKALIKE_SPACE_KEYS:
+        value = info.metadata.get(key)
+        if not isinstance(value, str) or value.strip().lower() not in SPACE_WORDS:
+            continue
+        said = SPACE_WORDS[value.strip().lower()]
+        if said == info.space:
+            continue
+        out.append(
+            Finding(
+                "distance_metric",
+                "warning",
+                (),
+                f"collection {info.name!r}: metadata {key}={value!r} is not a Chroma setting "
+                f"(AutoGen's ChromaDBVectorMemory writes it); the index uses {info.space!r}, so "
+                f"distances are {info.space} distances, not {said}: scores and thresholds "
+                f"computed as {said} are wrong; recreate the collection with "
+                f"configuration={{'hnsw': {{'space': '{said}'}}}}",
+                info.name,
+            )
+        )
+    return out
+
+
+def space_findings(info: CollectionInfo, unit_vectors: bool | None) -> list[Finding]:
+    """Configuration and legacy metadata disagreeing on the space, metadata that only looks
+    like a space setting, and L2 spaces."""
+    out: list[Finding] = lookalike_findings(info)
     name = info.name
     if info.space_disagreement:
         out.append(

@@ -87,7 +87,8 @@ class FactsFileSummary:
 
 @dataclass(frozen=True)
 class ChromaCollectionSummary:
-    """One Chroma collection an audit read (JSON ``"type": "chroma"``)."""
+    """One Chroma collection an audit read (JSON ``"type": "chroma"``), or the one collection
+    of a memory-store file (``"type": "store"``, ``mode`` ``file``; docs/stores.md)."""
 
     location: str
     mode: str  # directory | server
@@ -105,7 +106,9 @@ class ChromaCollectionSummary:
     out_of_scope: int = 0  # records of other tenants, not audited
     scope: str | None = None  # "user_id=mia" when --user-id narrowed the collection
     problems: tuple[str, ...] = ()  # records that could not be read, one line each
-    type: Literal["chroma"] = "chroma"
+    # "store": a memory-store file (--store: MCP memory graph, LangGraph, Agno, CrewAI);
+    # "qdrant": a collection of a Qdrant local-mode folder (--store DIR, optional extra)
+    type: Literal["chroma", "store", "qdrant"] = "chroma"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``stores[]`` entry of ``inspect-store --format json``."""

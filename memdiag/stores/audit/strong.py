@@ -23,28 +23,33 @@ def strong_fact_findings(
 ) -> list[Finding]:
     """strong_fact_in_vector_store: strong facts the facts file does not hold (or no file)."""
     facts = profile.facts
-    groups: dict[tuple[tuple[str, ...], str, str], list[Claim]] = {}
+    # a tenant whose user is known: another person's facts are not the user's profile; where
+    # every memory names its person (an MCP memory graph of entities), each is reported
+    users = {c.tenant for c in claims if not c.who}
+    groups: dict[tuple[tuple[str, ...], str, str, str], list[Claim]] = {}
     for c in claims:
-        if not c.strong or c.who:  # another person's facts are not the user's profile
+        if not c.strong or (c.who and c.tenant in users):
             continue
         if facts is not None and profile.holds(c):
             continue
         if facts is not None and not c.multi and profile.entries(c.subject):
             continue  # the facts file has another value: a store disagreement
-        groups.setdefault((c.tenant, c.subject, value_norm(c.value)), []).append(c)
+        groups.setdefault((c.tenant, c.who, c.subject, value_norm(c.value)), []).append(c)
     where = "no facts file was given" if facts is None else "the facts file lacks it"
+    kept = "vector store" if data.embeddings is not None else "memory store"
     return [
         Finding(
             "strong_fact_in_vector_store",
             SEVERITY["strong_fact_in_vector_store"],
             unique_ids(data.ids[c.record] for c in group),
             f"strong fact {subject} = {group[0].value!r}"
+            + (f" about {who}" if who else "")
             + (f" ({group[0].tenant_label()})" if group[0].tenant_label() else "")
-            + " lives only in the vector store "
+            + f" lives only in the {kept} "
             f"({where}); retrieval may miss it, store it under an exact key",
             data.name,
         )
-        for (_tenant, subject, _v), group in groups.items()
+        for (_tenant, who, subject, _v), group in groups.items()
     ]
 
 

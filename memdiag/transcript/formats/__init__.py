@@ -98,6 +98,7 @@ def load(
     skip_invalid: bool = False,
     select: str | None = None,
     selection: Selection | None = None,
+    system: str | None = None,
 ) -> Transcript:
     """Load a transcript in any supported format (auto-detected unless ``fmt`` is given).
 
@@ -105,7 +106,8 @@ def load(
     of an Agents SDK database, an agent of a trace): by id or title, or ``all``; without it such
     a file raises ChoiceNeeded, which lists them. ``select`` is short for
     ``selection=Selection(conversation=select)``. A choice that the file's reader does not take
-    is a UsageError.
+    is a UsageError. ``system`` is the system prompt the agent sends, for a file that does not
+    save it (``--system``): it becomes the first message of the transcript.
     """
     from memdiag.transcript.formats.base import CHOICES, Selection
     from memdiag.transcript.model import RawItem, RawMessage, build
@@ -113,22 +115,24 @@ def load(
 
     chosen = selection if selection is not None else Selection(conversation=select)
     if fmt is not None:
+        fmt = fmt.replace("-", "_")  # `--from claude-code` names the claude_code format
         get(fmt)  # an unknown name is a usage error that lists the names
     by_path = next(
         (f for f in path_formats() if f.name == fmt or (fmt is None and f.detect_path(path))),
         None,
     )
     items: list[RawItem]
+    reader: Any
     # what a reader raises on input is an InputError (through the reader toolkit,
     # memdiag/transcript/toolkit.py); anything else is a bug in memdiag and goes through (exit 3)
     if by_path is not None:
         _check_choices(chosen, by_path.name, by_path.selects, CHOICES)
         source, items = by_path.read_path(path, skip_invalid, chosen)
-        name = by_path.name
+        name, reader = by_path.name, by_path
     else:
         source = read_source(path, skip_invalid)
         name = fmt or detect_format(source)
-        reader: Any = get(name)
+        reader = get(name)
         selects = getattr(reader, "selects", {})
         _check_choices(chosen, name, selects, CHOICES)
         if selects:  # holds several conversations or agents: choose
@@ -143,12 +147,25 @@ def load(
                 check_tool_calls(item.tool_calls)
             except ValueError as exc:
                 raise InputError(str(exc), path=source.path, line=item.line or None) from None
+    notes = list(source.notes)
+    if system is not None:
+        items.insert(
+            0, RawMessage("system", system, id="system-prompt", metadata={"from": "--system"})
+        )
+    elif not getattr(reader, "saves_system_prompt", True) and not any(
+        isinstance(i, RawMessage) and i.role == "system" for i in items
+    ):
+        notes.append(
+            f"the {name} file does not save the agent's system prompt, so no window counts one; "
+            "give it with --system TEXT or --system @FILE (docs/framework-state.md)"
+        )
     return build(
         items,
         path=source.path,
         format=name,
         skipped=source.skipped,
         warnings=source.warnings,
+        notes=notes,
     )
 
 

@@ -46,7 +46,7 @@ class Selection:
     """
 
     conversation: str | None = None  # a conversation of an export, a session of a database
-    agent: str | None = None  # an agent whose calls a trace records (sub-agents, tools)
+    agent: str | None = None  # an agent whose calls a trace records, a Claude Code subagent
 
     def given(self) -> tuple[str, ...]:
         """The choices that were made, by field name."""
@@ -60,7 +60,7 @@ CHOICES = {
         "--session/--conversation",
         "the conversations of an export or an Agents SDK database",
     ),
-    "agent": ("--agent", "the agents whose calls a trace records"),
+    "agent": ("--agent", "the agents whose calls a trace records, or of a Claude Code session"),
 }
 NO_SELECTION = Selection()
 

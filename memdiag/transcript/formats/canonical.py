@@ -45,7 +45,10 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
                 content = obj.get("content")
                 if not isinstance(content, str):
                     raise ValueError("field 'content' of a summary must be a string")
-                yield RawSummary(content, opt_str(obj, "replaces_through"), line)
+                meta = obj.get("compaction")  # a coding agent's compaction (convert keeps it)
+                if meta is not None and not isinstance(meta, dict):
+                    raise ValueError("field 'compaction' of a summary must be an object")
+                yield RawSummary(content, opt_str(obj, "replaces_through"), line, meta or {})
             elif kind == "window":
                 yield window_from(obj, line)
             elif kind == "retrieval":

@@ -275,9 +275,25 @@ def choices(source: Source) -> list[Choice]:
     return out
 
 
+def _coding_agent_session(source: Source) -> bool:
+    """JSON Lines of Claude Code's own session lines (docs/coding-agents.md), not an export."""
+    return source.is_jsonl and any(
+        isinstance(obj, dict)
+        and "parentUuid" in obj
+        and "sessionId" in obj
+        and "chat_messages" not in obj
+        for _, obj in source.records[:50]
+    )
+
+
 def read(
     source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
 ) -> Iterator[RawItem]:
+    if _coding_agent_session(source):
+        raise source.error(
+            "a Claude Code session (uuid/parentUuid lines), not a Claude.ai export: read it "
+            "with --from claude_code, or without --from"
+        )
     convs = _conversations(source)
     listed = choices(source)
     for n in choose(

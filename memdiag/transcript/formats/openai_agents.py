@@ -15,20 +15,17 @@ ids of its messages. The file is never written to.
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.fileio import path_stat
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.responses_items import Item, read_items
 from memdiag.transcript.source import Choice, Source, choose, json_loads
+from memdiag.transcript.sqlitefile import connect_readonly, is_sqlite
 from memdiag.transcript.toolkit import PathError, reject
 
 name = "openai_agents"
@@ -40,15 +37,6 @@ examples = (
     "formats/agents_sqlite/advanced.db",
 )
 selects = {"conversation": "--session"}  # a database holds many sessions
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def is_sqlite(path: str | Path) -> bool:
-    try:
-        with open(path, "rb") as fp:
-            return fp.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 def detect(source: Source) -> bool:
@@ -65,34 +53,6 @@ def detect_path(path: str | Path) -> bool:
     return is_sqlite(path)
 
 
-@contextmanager
-def _connect(path: str) -> Iterator[sqlite3.Connection]:
-    """A connection that can change nothing of the user's files.
-
-    The SDK's files are in WAL mode, where even a read-only connection creates or updates
-    `-wal` and `-shm` files. Without a `-wal` file the database file holds everything, so it
-    is opened immutable; with one (the agent may still be running), the database and its WAL
-    are copied to a temporary directory and the copy is read.
-    """
-    wal = Path(path + "-wal")
-    with tempfile.TemporaryDirectory(prefix="memdiag-") as tmp:
-        if path_stat(wal) is not None:
-            target = Path(tmp) / "session.db"
-            shutil.copyfile(path, target)
-            shutil.copyfile(wal, Path(tmp) / "session.db-wal")
-            uri = target.as_uri() + "?mode=ro"
-        else:
-            uri = Path(path).resolve().as_uri() + "?immutable=1"
-        try:
-            conn = sqlite3.connect(uri, uri=True)
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot open SQLite file: {exc}", path=path) from None
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-
 def _tables(conn: sqlite3.Connection) -> dict[str, set[str]]:
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     return {t: {r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')} for t in names}
@@ -105,7 +65,7 @@ def _rows(path: str) -> tuple[str, list[Any]]:
     several branches, listed in each one's order.
     """
     try:
-        with _connect(path) as conn:
+        with connect_readonly(path) as conn:
             tables = _tables(conn)
             found = [t for t, cols in tables.items() if {"session_id", "message_data"} <= cols]
             if not found:

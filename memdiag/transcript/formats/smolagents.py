@@ -1,173 +1,115 @@
-"""smolagents memory steps (docs/traces.md): `agent.memory.get_full_steps()` as JSON.
+"""smolagents memory as messages (docs/framework-state.md): `agent.write_memory_to_messages()`
+dumped to JSON (`[m.dict() for m in messages]`, or JSON Lines): what the agent sends next.
 
-A JSON array of steps (or one step per line): ``TaskStep`` (``task``) and ``ActionStep``
-(``model_input_messages``: what the model was sent; ``model_output_message``: what it
-answered). Each ActionStep is one :class:`~memdiag.transcript.calls.Call`. smolagents writes
-earlier steps into the next request as an empty assistant message, a ``tool-call`` message
-(``Calling tools:`` and the calls as a Python literal) and a ``tool-response`` message
-(``Observation:``): they are read as the assistant's tool calls and the tool's result. The
-``final_answer`` tool call is the reply the user reads: an assistant message with the answer,
-whose observation is not repeated.
+Roles: `system` (smolagents' prompt), `user` (a task, `New task:\\n...`), `assistant` (the
+model's text), `tool-call` (text `Calling tools:\\n[...]`, a Python repr of the calls) and
+`tool-response` (text `Observation:\\n...`, or `Call id: ...` and an error). A tool call
+becomes the OpenAI-shaped calls of the assistant message before it (or of its own assistant
+message), ids kept; an observation is the tool result of the step's call (smolagents records one
+observation for all calls of a step: it answers the first, and names the others in its
+metadata). Content is a text or a list of `{"type": "text"}` blocks; images are metadata.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.calls import Call, CallItem, Usage
-from memdiag.transcript.calls.interpret import interpret
-from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage
-from memdiag.transcript.source import Source
-from memdiag.transcript.toolkit import PathError, reject
-from memdiag.transcript.tracing import (
-    as_text,
-    first_record,
-    int_or_none,
-    role_of,
-    tool_call,
-    with_memory_tools,
-)
+from memdiag.transcript.source import Elements, Source, checked_text, openai_tool_call
+from memdiag.transcript.toolkit import PathError, expect, get_str, reject, step
 
 name = "smolagents"
-# agent memory: asked with the call logs, before the chat formats (steps hold message lists)
-detect_priority = 18
-# files of the repository's fixtures/ folder that this format reads (tests and fuzzing use them)
-examples = ("formats/calls/smolagents_steps.json",)
-# it reads LLM calls: --agent chooses among their agents (docs/traces.md)
-selects = {"agent": "--agent"}
+# its `tool-call` / `tool-response` roles are its own; asked before canonical and openai,
+# which would refuse them as unknown roles
+detect_priority = 45
+examples = ("formats/smolagents/memory.json",)
 
-FINAL = "final_answer"
-_CALLING = "Calling tools:"
-
-
-def _is_step(obj: Any) -> bool:
-    return isinstance(obj, dict) and (
-        "model_input_messages" in obj or ("task" in obj and "task_images" in obj)
-    )
+ROLES = ("system", "user", "assistant", "tool-call", "tool-response")
+CALLING = "Calling tools:\n"
+CALL_ID = "Call id: "
 
 
 def detect(source: Source) -> bool:
-    return _is_step(first_record(source))
+    els = Elements(source)
+    roles = {
+        e.get("role") if isinstance(e, dict) and isinstance(e.get("role"), str) else None
+        for _, e in els.items[:200]
+    }
+    return bool(roles) and roles <= set(ROLES) and bool(roles & {"tool-call", "tool-response"})
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(
-            as_text(b.get("text")) for b in content if isinstance(b, dict) and "text" in b
+def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
+    els = Elements(source)
+    pending: list[str] = []  # ids of the calls of the last tool-call message
+    held: RawMessage | None = None  # an assistant message that the next tool-call may join
+    for n, (line, obj) in enumerate(els.items):
+        where = f"[{n}]" if els.is_array else ""
+        try:
+            msg = _message(obj, where, line, pending)
+        except PathError as exc:
+            reject(source, skip_invalid, exc, els.line(n))
+            continue
+        if msg.metadata.pop("_joins", False) and held is not None and not held.tool_calls:
+            held.tool_calls = msg.tool_calls  # the model's text and its calls: one reply
+            continue
+        if held is not None:
+            yield held
+        held = msg if msg.role == "assistant" else None
+        if held is None:
+            yield msg
+    if held is not None:
+        yield held
+
+
+def _message(obj: Any, where: str, line: int, pending: list[str]) -> RawMessage:
+    obj = expect(obj, dict, where, "a message object")
+    role = get_str(obj, "role", where, required=True)
+    if role not in ROLES:
+        raise PathError(
+            step(where, "role"), f"unknown role {role!r}; expected one of {', '.join(ROLES)}"
         )
-    return as_text(content)
-
-
-def _calls(raw: Any, where: str) -> list[dict[str, Any]]:
-    """Tool calls as smolagents dumps them: `{id, type, function: {name, arguments}}`."""
-    if not isinstance(raw, list):
-        raise PathError(where, "expected a list of tool calls")
-    out = []
-    for k, c in enumerate(raw):
-        fn = c.get("function") if isinstance(c, dict) else None
-        if not isinstance(fn, dict):
-            raise PathError(f"{where}[{k}].function", "missing: expected {name, arguments}")
-        out.append(tool_call(c.get("id"), fn.get("name"), fn.get("arguments", {}), where))
-    return out
-
-
-def _answer(calls: list[dict[str, Any]]) -> str | None:
-    """The final answer's text, when the only call is `final_answer`."""
-    if len(calls) != 1 or calls[0]["function"]["name"] != FINAL:
-        return None
-    args: Any = calls[0]["function"]["arguments"]
+    content = obj.get("content")
     try:
-        args = json.loads(args)
-    except ValueError:
-        return str(args)
-    return as_text(args.get("answer", args)) if isinstance(args, dict) else as_text(args)
+        text, meta = checked_text(content)
+    except ValueError as exc:
+        raise PathError(step(where, "content"), str(exc)) from None
+    if role == "tool-call":
+        calls = _calls(obj, text, where)
+        pending[:] = [str(c["id"]) for c in calls if c.get("id")]
+        return RawMessage("assistant", "", line, tool_calls=tuple(calls), metadata={"_joins": True})
+    if role == "tool-response":
+        answers, pending[:] = list(pending), []
+        call_id = answers[0] if answers else None
+        if text.startswith(CALL_ID):  # an error: smolagents names the call itself
+            call_id = text[len(CALL_ID) :].split("\n", 1)[0].strip() or call_id
+        if len(answers) > 1:
+            meta["answers"] = answers
+        return RawMessage("tool", text, line, tool_call_id=call_id, metadata=meta)
+    return RawMessage(role, text, line, metadata=meta)
 
 
-def _inputs(messages: Any, where: str) -> list[RawMessage]:
-    if not isinstance(messages, list):
-        raise PathError(where, "expected a list of messages")
-    out: list[RawMessage] = []
-    skip_observation = False
-    pending: str | None = None  # the id of the call a tool-response answers
-    for k, m in enumerate(messages):
-        at = f"{where}[{k}]"
-        if not isinstance(m, dict):
-            raise PathError(at, "expected a message object")
-        role, text = m.get("role"), _text(m.get("content"))
-        if role == "tool-call":
-            body = text[len(_CALLING) :] if text.startswith(_CALLING) else text
-            try:
-                raw = ast.literal_eval(body.strip())
-            except (ValueError, SyntaxError):
-                out.append(RawMessage("assistant", text))
-                continue
-            calls = _calls(raw, f"{at}.content")
-            answer = _answer(calls)
-            skip_observation = answer is not None
-            if answer is not None:
-                out.append(RawMessage("assistant", answer))
-            else:
-                pending = calls[0]["id"] if calls else None
-                out.append(RawMessage("assistant", "", tool_calls=tuple(calls)))
-        elif role == "tool-response":
-            if not skip_observation:
-                out.append(RawMessage("tool", text, tool_call_id=pending))
-            skip_observation, pending = False, None
-        elif role == "assistant" and not text.strip() and not m.get("tool_calls"):
-            continue  # the step's empty text, written before its tool-call message
-        else:
-            out.append(RawMessage(role_of(role, at), text))
-    return out
-
-
-def _output(m: Any, where: str) -> list[RawMessage]:
-    if m is None:
-        return []
-    if not isinstance(m, dict):
-        raise PathError(where, "expected a message object")
-    calls = _calls(m["tool_calls"], f"{where}.tool_calls") if m.get("tool_calls") else []
-    answer = _answer(calls)
-    if answer is not None:
-        return [RawMessage("assistant", answer)]
-    return [RawMessage("assistant", _text(m.get("content")), tool_calls=tuple(calls))]
-
-
-def read(
-    source: Source, skip_invalid: bool, selection: Selection = NO_SELECTION
-) -> Iterator[RawItem]:
-    calls: list[CallItem] = []
-    for line, obj in source.records:
-        steps = list(enumerate(obj)) if isinstance(obj, list) else [(None, obj)]
-        for k, step in steps:
-            where = f"[{k}]" if k is not None else f"line {line}"
-            if not _is_step(step):
-                reject(source, skip_invalid, PathError(where, "not a smolagents memory step"))
-                continue
-            if "model_input_messages" not in step:
-                continue  # a task: its words are in the next request
-            try:
-                inputs = _inputs(step["model_input_messages"], f"{where}.model_input_messages")
-                outputs = _output(step.get("model_output_message"), f"{where}.model_output_message")
-            except PathError as exc:
-                reject(source, skip_invalid, exc)
-                continue
-            usage = step.get("token_usage") if isinstance(step.get("token_usage"), dict) else {}
-            calls.append(
-                Call(
-                    where,
-                    tuple(inputs),
-                    tuple(outputs),
-                    usage=Usage(
-                        int_or_none(usage.get("input_tokens")),
-                        int_or_none(usage.get("output_tokens")),
-                    ),
-                    start=(step.get("timing") or {}).get("start_time")
-                    if isinstance(step.get("timing"), dict)
-                    else None,
-                )
+def _calls(obj: dict[str, Any], text: str, where: str) -> list[dict[str, Any]]:
+    """The calls of a tool-call message: its `tool_calls` field, or the repr in its text."""
+    listed = obj.get("tool_calls")
+    if not listed:
+        if not text.startswith(CALLING):
+            raise PathError(step(where, "content"), "a tool-call message without 'Calling tools:'")
+        try:  # a Python literal (str() of a list of dicts): literal_eval runs no code
+            listed = ast.literal_eval(text[len(CALLING) :].strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise PathError(
+                step(where, "content"), "the calls after 'Calling tools:' are not a Python list"
+            ) from None
+    calls = []
+    for k, call in enumerate(expect(listed, list, step(where, "tool_calls"), "a list of calls")):
+        at = step(step(where, "tool_calls"), k)
+        call = expect(call, dict, at, "a call object")
+        fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
+        calls.append(
+            openai_tool_call(
+                get_str(call, "id", at), get_str(fn, "name", at, required=True), fn.get("arguments")
             )
-    yield from with_memory_tools(interpret(calls, source, agent=selection.agent, unit="step"))
+        )
+    return calls
