@@ -28,9 +28,10 @@ from memdiag.errors import InputError, UsageError
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
-    from memdiag.replay import FactSurvival, ReplayContext
+    from memdiag.replay import ReplayContext
     from memdiag.stores.audit import AuditReport, Finding
     from memdiag.stores.open import LongTermStores
+    from memdiag.survival import FactSurvival
     from memdiag.transcript.model import Transcript
 
 MECHANISM_TEXT = {

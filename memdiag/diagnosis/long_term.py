@@ -296,7 +296,8 @@ def _facts_entry(facts: FactsFile, fact: str, evidence: list[str]) -> tuple[Fact
     states allergy=花生 even when the fact is worded "对花生过敏"). A single-valued key holding
     another value is outdated; a multi-valued one (allergies) simply does not hold this value.
     """
-    from memdiag.extract import default_extractor, field_for_key
+    from memdiag.extract import default_extractor
+    from memdiag.fields import field_for_key
     from memdiag.text import same_value
 
     for entry in facts.entries:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memdiag.replay import FactSurvival
+    from memdiag.survival import FactSurvival
 
 
 def plain(value: object, list_sep: str = ", ") -> str:

@@ -14,7 +14,8 @@ from rich.text import Text
 from memdiag.render.common import gaps_text
 from memdiag.render.literal import LiteralConsole
 from memdiag.render.words import clip as _clip
-from memdiag.replay import FactSurvival, ReplayReport, StrategyReplay, TurnRecord
+from memdiag.replay import ReplayReport, StrategyReplay, TurnRecord
+from memdiag.survival import FactSurvival
 
 if TYPE_CHECKING:
     from memdiag.checks import CheckReport

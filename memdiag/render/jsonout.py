@@ -13,8 +13,9 @@ from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
 
 from memdiag.diagnosis.verdicts import Diagnosis
-from memdiag.replay import FactSurvival, StrategyReplay, TurnRecord
+from memdiag.replay import StrategyReplay, TurnRecord
 from memdiag.strategies.observed import CallTokens
+from memdiag.survival import FactSurvival
 
 if TYPE_CHECKING:
     from memdiag.checks import CaseResult, CheckReport

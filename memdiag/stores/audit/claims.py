@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memdiag.extract import field_for_key
+from memdiag.fields import field_for_key
 from memdiag.stores.facts_file import FactEntry, FactsFile
 from memdiag.stores.memories import Claim, claims
 from memdiag.text import same_value
