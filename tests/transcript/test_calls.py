@@ -414,3 +414,61 @@ def test_smolagents_steps_read_as_one_conversation() -> None:
     )
     assert res.exit_code == 0, res.output
     assert '"verdict": "in_context"' in res.stdout
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=9),
+    st.sets(st.integers(min_value=1, max_value=8), max_size=3),
+    st.integers(min_value=1, max_value=3),
+)
+def test_summarizer_calls_never_shift_the_users_turns(
+    turns: int, summarize_after: set[int], keep: int
+) -> None:
+    """An agent that summarizes its history at random turns (the summarizer's prompt quotes
+    the transcript, its summary comes back as a message): the turns are the user's, the
+    summarizer's prompt is no message, and each summary covers what its request dropped."""
+    calls: list[Call] = []
+    history: list[tuple[str, str]] = []
+    summary: str | None = None
+    for n in range(1, turns + 1):
+        history.append(("user", f"This is the user's message number {n}, about topic {n}."))
+        head = [("system", SYSTEM)] + ([("user", summary)] if summary else [])
+        calls.append(call([*head, *history], f"This is the assistant's reply number {n}."))
+        history.append(("assistant", f"This is the assistant's reply number {n}."))
+        if n in summarize_after and n < turns:
+            quoted = "\n".join(f"{r}: {c}" for r, c in history)
+            summary = f"Summary so far, up to turn {n}, of {len(history)} messages."
+            calls.append(call([("user", f"Summarize this conversation:\n{quoted}")], summary))
+            history = history[-2 * keep :]
+    t = transcript(calls)
+    assert len(t.turns) == turns
+    users = [m.content for m in t.messages if m.role == "user"]
+    assert users == [
+        f"This is the user's message number {n}, about topic {n}." for n in range(1, turns + 1)
+    ]
+    assert not any("Summarize this conversation" in m.content for m in t.messages)
+    for w in t.windows:
+        for e in w.extra:
+            assert e.section == "summary" and not set(e.covers) & set(w.ids)
+
+
+def test_memories_written_as_the_first_user_message_are_a_section() -> None:
+    # no call asked them: every message of the human is some call's new question
+    q1, q2, q3 = "Hi, I'm Mia from Porto.", "What's the weather?", "And tomorrow?"
+    memo1, memo2 = "Relevant memories: lives in Porto", "Relevant memories: lives in Porto; vegan"
+    calls = [
+        call([("system", SYSTEM), ("user", q1)], "Hello Mia."),
+        call([("system", SYSTEM), ("user", memo1), ("user", q1), ("assistant", "Hello Mia."),
+              ("user", q2)], "Sunny in Porto."),
+        call([("system", SYSTEM), ("user", memo2), ("user", q1), ("assistant", "Hello Mia."),
+              ("user", q2), ("assistant", "Sunny in Porto."), ("user", q3)], "Rain."),
+    ]  # fmt: skip
+    t = transcript(calls)
+    assert [m.content for m in t.messages if m.role == "user"] == [q1, q2, q3]
+    assert len(t.turns) == 3
+    assert [[(e.section, e.content) for e in w.extra] for w in t.windows] == [
+        [],
+        [("memories", memo1)],
+        [("memories", memo2)],
+    ]

@@ -16,12 +16,15 @@ Its rules do not depend on the framework that made the calls:
   emitted), else its ``memories`` section.
 - **Injected content is a section.** What varies between the calls of a session inside the
   leading system messages is each call's ``memories`` section (or ``summary``, as above); the
-  stable part is the system prompt, one message counted once per window.
+  stable part is the system prompt, one message counted once per window. A leading user
+  message that no call asked (every message of the human is some call's new question) is
+  injected too: the ``memories`` section, not a turn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from memdiag.transcript.calls import SUMMARIZATION, Call, CallItem, Search
@@ -193,6 +196,26 @@ def _section_ends(calls: Sequence[Call]) -> dict[int, tuple[int, int]]:
     return {k: _stable_ends(sorted(v)) for k, v in variants.items() if len(v) > 1}
 
 
+def injected_leads(calls: Sequence[Call]) -> set[str]:
+    """Leading user messages that no call asked: injected content (memories written as the
+    first message), not the human's words.
+
+    Every message of the human is the new question of some call (its last user message);
+    a user message that comes first after the system prompt, before another user message, and
+    is never one, was put there by the agent.
+    """
+    asked = set()
+    leads: set[str] = set()
+    for c in calls:
+        users = [k for k, m in enumerate(c.inputs) if m.role == "user"]
+        if users:
+            asked.add(_norm(c.inputs[users[-1]].content))
+        lead = _leading_system(c.inputs)
+        if len(users) >= 2 and users[0] == lead:
+            leads.add(_norm(c.inputs[lead].content))
+    return leads - asked
+
+
 # --- the interpreter ---------------------------------------------------------------------------
 
 
@@ -241,6 +264,7 @@ def interpret(
     # each agent read: its own system prompt sections; with --agent all, the agents other than
     # the main one are sessions of their own ("research-agent", or "research-agent@<session>")
     ends = {k: _section_ends([calls[i] for i in groups[k].calls]) for k in read if k in groups}
+    leads = {k: injected_leads([calls[i] for i in groups[k].calls]) for k in read if k in groups}
     keep = {id(calls[i]): k for k in read if k in groups for i in groups[k].calls}
     keys = set(groups)
     ledger = CallLedger()
@@ -274,7 +298,7 @@ def interpret(
         key = keep[id(item)]
         yield from enter(session_of(item.conversation, key))
         state = sessions.setdefault(str(current), _Session())
-        yield from _one_call(item, ledger, state, ends[key], aux_texts)
+        yield from _one_call(item, ledger, state, ends[key], aux_texts, leads[key])
 
 
 def _one_call(
@@ -283,9 +307,11 @@ def _one_call(
     state: _Session,
     ends: dict[int, tuple[int, int]],
     aux_texts: Sequence[str],
+    leads: AbstractSet[str] = frozenset(),
 ) -> Iterator[RawItem]:
     inputs: list[RawMessage] = []
-    extra: list[tuple[str, bool]] = []  # (content, holds an auxiliary output)
+    # (content, holds an auxiliary output, stands as a message of its own: a summary so far)
+    extra: list[tuple[str, bool, bool]] = []
     lead = _leading_system(call.inputs)
     for k, m in enumerate(call.inputs):
         m = replace(m)  # the ledger names the messages it adds
@@ -298,12 +324,15 @@ def _one_call(
                 tail = tail[1:]  # the line the section held is gone, not its line ends twice
             stable = head + tail
             if middle.strip():
-                extra.append((middle.strip(), _holds_aux(middle, aux_texts)))
+                extra.append((middle.strip(), _holds_aux(middle, aux_texts), False))
             if not stable.strip():
                 continue
             m.content = stable
         elif m.role not in ("assistant", "tool") and _holds_aux(text, aux_texts):
-            extra.append((text, True))
+            extra.append((text, True, True))
+            continue
+        elif k == lead and m.role == "user" and _norm(text) in leads:
+            extra.append((text, False, False))  # memories the agent wrote as a message
             continue
         inputs.append(m)
     out = ledger.call(
@@ -315,12 +344,15 @@ def _one_call(
     )
     window = next((x for x in out if isinstance(x, RawWindow)), None)
     covers: tuple[str, ...] = ()
-    if window is not None and any(aux for _, aux in extra):
+    if window is not None and any(aux for _, aux, _ in extra):
         covers = _covered(state.last_window, window)
     extras: list[Extra] = []
     summary: Extra | None = None
-    for content, holds in extra:
-        if holds and (covers or SUMMARIZATION in call.markers or state.summary is not None):
+    for content, holds, alone in extra:
+        # an output standing for the conversation (a message of its own, or one that replaced
+        # messages) is a summary; inside the system prompt, with nothing dropped, memories
+        summarized = alone or covers or SUMMARIZATION in call.markers or state.summary is not None
+        if holds and summarized:
             summary = Extra("summary", content, covers=covers)
             extras.append(summary)
         else:

@@ -76,7 +76,7 @@ def _message(obj: Any, where: str, line: int, pending: list[str]) -> RawMessage:
     except ValueError as exc:
         raise PathError(step(where, "content"), str(exc)) from None
     if role == "tool-call":
-        calls = _calls(obj, text, where)
+        calls = tool_calls_of(obj, text, where)
         pending[:] = [str(c["id"]) for c in calls if c.get("id")]
         return RawMessage("assistant", "", line, tool_calls=tuple(calls), metadata={"_joins": True})
     if role == "tool-response":
@@ -90,8 +90,9 @@ def _message(obj: Any, where: str, line: int, pending: list[str]) -> RawMessage:
     return RawMessage(role, text, line, metadata=meta)
 
 
-def _calls(obj: dict[str, Any], text: str, where: str) -> list[dict[str, Any]]:
-    """The calls of a tool-call message: its `tool_calls` field, or the repr in its text."""
+def tool_calls_of(obj: dict[str, Any], text: str, where: str) -> list[dict[str, Any]]:
+    """The calls of a tool-call message: its `tool_calls` field, or the repr in its text (also
+    read by ``smolagents_steps``, whose steps hold the same messages)."""
     listed = obj.get("tool_calls")
     if not listed:
         if not text.startswith(CALLING):

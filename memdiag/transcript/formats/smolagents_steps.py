@@ -12,7 +12,6 @@ whose observation is not repeated.
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from memdiag.transcript.calls import Call, CallItem, Usage
 from memdiag.transcript.calls.interpret import interpret
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
+from memdiag.transcript.formats.smolagents import tool_calls_of
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source
 from memdiag.transcript.toolkit import PathError, reject
@@ -28,7 +28,6 @@ from memdiag.transcript.tracing import (
     first_record,
     int_or_none,
     role_of,
-    tool_call,
     with_memory_tools,
 )
 
@@ -62,28 +61,16 @@ def _text(content: Any) -> str:
     return as_text(content)
 
 
-def _calls(raw: Any, where: str) -> list[dict[str, Any]]:
-    """Tool calls as smolagents dumps them: `{id, type, function: {name, arguments}}`."""
-    if not isinstance(raw, list):
-        raise PathError(where, "expected a list of tool calls")
-    out = []
-    for k, c in enumerate(raw):
-        fn = c.get("function") if isinstance(c, dict) else None
-        if not isinstance(fn, dict):
-            raise PathError(f"{where}[{k}].function", "missing: expected {name, arguments}")
-        out.append(tool_call(c.get("id"), fn.get("name"), fn.get("arguments", {}), where))
-    return out
-
-
 def _answer(calls: list[dict[str, Any]]) -> str | None:
     """The final answer's text, when the only call is `final_answer`."""
     if len(calls) != 1 or calls[0]["function"]["name"] != FINAL:
         return None
     args: Any = calls[0]["function"]["arguments"]
-    try:
-        args = json.loads(args)
-    except ValueError:
-        return str(args)
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return args
     return as_text(args.get("answer", args)) if isinstance(args, dict) else as_text(args)
 
 
@@ -99,13 +86,7 @@ def _inputs(messages: Any, where: str) -> list[RawMessage]:
             raise PathError(at, "expected a message object")
         role, text = m.get("role"), _text(m.get("content"))
         if role == "tool-call":
-            body = text[len(_CALLING) :] if text.startswith(_CALLING) else text
-            try:
-                raw = ast.literal_eval(body.strip())
-            except (ValueError, SyntaxError):
-                out.append(RawMessage("assistant", text))
-                continue
-            calls = _calls(raw, f"{at}.content")
+            calls = tool_calls_of(m, text, at)
             answer = _answer(calls)
             skip_observation = answer is not None
             if answer is not None:
@@ -129,7 +110,7 @@ def _output(m: Any, where: str) -> list[RawMessage]:
         return []
     if not isinstance(m, dict):
         raise PathError(where, "expected a message object")
-    calls = _calls(m["tool_calls"], f"{where}.tool_calls") if m.get("tool_calls") else []
+    calls = tool_calls_of(m, "", where) if m.get("tool_calls") else []
     answer = _answer(calls)
     if answer is not None:
         return [RawMessage("assistant", answer)]
