@@ -13,6 +13,7 @@ write a reader with these: ``docs/adding-a-format.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from memdiag.transcript.model import ReadProblem
@@ -28,6 +29,9 @@ class Source(Protocol):
     skipped: int
     warnings: list[str]
     problems: list[ReadProblem]
+
+    @property
+    def records(self) -> Sequence[tuple[int, Any]]: ...
 
 
 # what a type is called in an error message
@@ -134,3 +138,20 @@ def get_str(
 
 
 __all__ = ["PathError", "expect", "get_dict", "get_list", "get_str", "reject", "step", "type_name"]
+
+
+def documents(
+    source: Source, accept: Callable[[Any], bool], what: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every record of ``source`` (a JSON array's elements, or one per line) with where it
+    stands (``[3]`` or ``line 7``); the first that ``accept`` refuses is a PathError saying it
+    is not ``what``."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for line, obj in source.records:
+        items = list(enumerate(obj)) if isinstance(obj, list) else [(None, obj)]
+        for k, doc in items:
+            where = f"[{k}]" if k is not None else f"line {line}"
+            if not accept(doc):
+                raise PathError(where, f"not {what}")
+            out.append((where, doc))
+    return out

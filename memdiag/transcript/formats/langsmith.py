@@ -25,7 +25,7 @@ from memdiag.transcript.formats.langchain import is_message as is_langchain_mess
 from memdiag.transcript.formats.langchain import read_message as read_langchain_message
 from memdiag.transcript.model import RawItem, RawMessage
 from memdiag.transcript.source import Source, message_from_dict
-from memdiag.transcript.toolkit import PathError, reject
+from memdiag.transcript.toolkit import PathError, documents, reject
 from memdiag.transcript.tracing import (
     ancestors,
     as_text,
@@ -55,15 +55,7 @@ def _is_run(obj: Any) -> bool:
 
 
 def _runs(source: Source) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
-    for line, obj in source.records:
-        items = list(enumerate(obj)) if isinstance(obj, list) else [(None, obj)]
-        for k, run in items:
-            where = f"[{k}]" if k is not None else f"line {line}"
-            if not _is_run(run):
-                raise PathError(where, "not a LangSmith run (expected run_type and inputs)")
-            out.append((where, run))
-    return out
+    return documents(source, _is_run, "a LangSmith run (expected run_type and inputs)")
 
 
 def message(m: Any, where: str) -> RawMessage:

@@ -21,7 +21,7 @@ from memdiag.transcript.calls.shapes import messages_of, response_outputs
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem
 from memdiag.transcript.source import Source
-from memdiag.transcript.toolkit import PathError, reject
+from memdiag.transcript.toolkit import PathError, documents, reject
 from memdiag.transcript.tracing import first_record, int_or_none, with_memory_tools
 
 name = "litellm"
@@ -49,15 +49,7 @@ def detect(source: Source) -> bool:
 
 
 def _payloads(source: Source) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
-    for line, obj in source.records:
-        items = list(enumerate(obj)) if isinstance(obj, list) else [(None, obj)]
-        for k, p in items:
-            where = f"[{k}]" if k is not None else f"line {line}"
-            if not _is_payload(p):
-                raise PathError(where, "not a LiteLLM logging payload (messages, response)")
-            out.append((where, p))
-    return out
+    return documents(source, _is_payload, "a LiteLLM logging payload (messages, response)")
 
 
 def _text(value: Any) -> str | None:
