@@ -96,8 +96,9 @@ SessionOpt = Annotated[
     str | None,
     typer.Option(
         "--session",
-        help="Agents SDK database or Claude Code project directory: the session to read (ID, "
-        "or all); without it, the sessions are listed.",
+        help="A file or folder of several sessions or threads (an Agents SDK or LangGraph "
+        "database, a LlamaIndex chat store, ADK sessions, a coding agent's session folder): the "
+        "one to read (ID, or all); without it, they are listed.",
     ),
 ]
 AgentOpt = Annotated[
