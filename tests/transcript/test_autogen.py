@@ -68,7 +68,7 @@ def test_each_agent_of_a_team_is_its_own_context() -> None:
 def test_session_is_not_a_choice_of_autogen_files() -> None:
     from memdiag.errors import UsageError
 
-    with pytest.raises(UsageError, match="file is read whole"):
+    with pytest.raises(UsageError, match="autogen files are read whole"):
         load(AGENT, select="travel_agent")
 
 

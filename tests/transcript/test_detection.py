@@ -218,7 +218,7 @@ def test_a_choice_goes_to_the_readers_that_declare_it() -> None:
     sharegpt = ROOT / "fixtures" / _registry.get("sharegpt").examples[0]
     with pytest.raises(UsageError, match="--agent choose among the agents"):
         load(sharegpt, selection=Selection(agent="all"))
-    with pytest.raises(UsageError, match="a file of format sharegpt is read whole"):
+    with pytest.raises(UsageError, match="sharegpt files are read whole"):
         load(sharegpt, select="all")
     export = ROOT / "fixtures" / _registry.get("chatgpt").examples[0]
     everything = load(export, selection=Selection(conversation="all"))

@@ -175,7 +175,7 @@ def _check_choices(
     for choice in chosen.given():
         if choice not in selects:
             flag, among = choices[choice]
-            raise UsageError(f"{flag} choose among {among}; a file of format {name} is read whole")
+            raise UsageError(f"{flag} choose among {among}; {name} files are read whole")
 
 
 __all__ = [
