@@ -12,9 +12,36 @@ from pathlib import Path
 from memdiag.errors import InputError
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.model import RawItem, RawMessage, RawSummary
-from memdiag.transcript.source import Choice, Source, choose, read_source
+from memdiag.transcript.source import Choice, Source, choose, json_loads, read_source
 
 HEAD_BYTES = 1 << 20  # what detection reads of a file: its first lines, never a whole big file
+
+
+def session_choice(
+    f: Path, marker: bytes, title_of: Callable[[dict[str, object]], str | None]
+) -> Choice:
+    """One session file as a listed choice: its line count, its time (the file's), and as its
+    title the first text ``title_of`` finds in a line holding ``marker`` (the user's first
+    words); a file that cannot be read is listed all the same (reading it says why)."""
+    import datetime as dt
+
+    lines, title = 0, ""
+    try:
+        with f.open("rb") as fp:
+            for raw in fp:
+                lines += 1
+                if not title and marker in raw:
+                    try:
+                        obj = json_loads(raw.decode("utf-8", "replace"))
+                    except ValueError:
+                        continue
+                    text = title_of(obj) if isinstance(obj, dict) else None
+                    if text:
+                        title = " ".join(text.split())[:60]
+        ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
+    except OSError:
+        return Choice(f.stem, "", lines, None, unit="line")
+    return Choice(f.stem, title, lines, ts.isoformat(timespec="seconds"), unit="line")
 
 
 def head_records(f: Path, lines: int = 50) -> list[object]:

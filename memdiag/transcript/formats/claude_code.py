@@ -38,12 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.fileio import json_loads
 from memdiag.transcript.claude_chain import MAIN, MESSAGE_TYPES, Line, agents, chain, is_record
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
-from memdiag.transcript.session_dirs import head_records, kept_requests, read_sessions
+from memdiag.transcript.session_dirs import (
+    head_records,
+    kept_requests,
+    read_sessions,
+    session_choice,
+)
 from memdiag.transcript.source import Choice, Source, iso_time, openai_tool_call
 from memdiag.transcript.toolkit import PathError, reject
 
@@ -138,28 +142,12 @@ def read_path(
 
 
 def _choice(f: Path) -> Choice:
-    import datetime as dt
+    return session_choice(f, b'"type":"user"', _title)
 
-    lines = 0
-    title = ""
-    try:
-        with f.open("rb") as fp:
-            for raw in fp:
-                lines += 1
-                if not title and b'"type":"user"' in raw:
-                    try:
-                        obj = json_loads(raw.decode("utf-8", "replace"))
-                    except ValueError:
-                        continue
-                    if not isinstance(obj, dict):
-                        continue
-                    text = _user_text(obj)
-                    if text and not _is_wrapper(text) and not obj.get("isMeta"):
-                        title = " ".join(text.split())[:60]
-        ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
-    except OSError:  # listed all the same: reading it says why it cannot be read
-        return Choice(f.stem, "", lines, None, unit="line")
-    return Choice(f.stem, title, lines, ts.isoformat(timespec="seconds"), unit="line")
+
+def _title(obj: dict[str, Any]) -> str | None:
+    text = _user_text(obj)
+    return text if text and not _is_wrapper(text) and not obj.get("isMeta") else None
 
 
 def _user_text(obj: dict[str, Any]) -> str:

@@ -21,18 +21,21 @@ Each line is `{"timestamp", "type", "payload"}` (Codex's `RolloutItem`):
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from memdiag.errors import InputError
-from memdiag.fileio import json_loads
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
 from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
 from memdiag.transcript.responses_items import Item, read_items
-from memdiag.transcript.session_dirs import head_records, kept_requests, read_sessions
+from memdiag.transcript.session_dirs import (
+    head_records,
+    kept_requests,
+    read_sessions,
+    session_choice,
+)
 from memdiag.transcript.source import Choice, Source, iso_time
 from memdiag.transcript.toolkit import PathError, reject
 
@@ -98,24 +101,13 @@ def read_path(
 
 
 def _choice(f: Path) -> Choice:
-    lines, title = 0, ""
-    try:
-        with f.open("rb") as fp:
-            for raw in fp:
-                lines += 1
-                if not title and b'"user_message"' in raw:
-                    try:
-                        obj = json_loads(raw.decode("utf-8", "replace"))
-                    except ValueError:
-                        continue
-                    payload = obj.get("payload") if isinstance(obj, dict) else None
-                    text = payload.get("message") if isinstance(payload, dict) else None
-                    if isinstance(text, str):
-                        title = " ".join(text.split())[:60]
-        ts = dt.datetime.fromtimestamp(f.stat().st_mtime, tz=dt.timezone.utc)
-    except OSError:  # listed all the same: reading it says why it cannot be read
-        return Choice(f.stem, "", lines, None, unit="line")
-    return Choice(f.stem, title, lines, ts.isoformat(timespec="seconds"), unit="line")
+    return session_choice(f, b'"user_message"', _title)
+
+
+def _title(obj: dict[str, Any]) -> str | None:
+    payload = obj.get("payload")
+    text = payload.get("message") if isinstance(payload, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _text_of_items(items: list[Any]) -> str:
