@@ -116,7 +116,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
             needs_diagnosis = any(e.kind in DIAGNOSIS_KINDS for e in exps)
             from memdiag.stores.open import LongTermStores, profile_memory
 
-            if needs_diagnosis and (s.facts_file or s.chroma):
+            if needs_diagnosis and (s.facts_file or s.chroma or s.memory_store):
                 stores = LongTermStores.from_settings(case.settings)
             if needs_replay:
                 from memdiag.replay import prepare
@@ -316,7 +316,7 @@ def _audit(settings: Settings) -> AuditReport:
     from memdiag.stores.audit import audit
     from memdiag.stores.open import LongTermStores
 
-    with LongTermStores.from_settings(settings, audit=True) as stores:
+    with LongTermStores.from_settings(settings) as stores:
         others = [stores.memory] if stores.memory is not None else []
         return audit(stores.facts, stores.chroma, stores.collection, settings.audit, others=others)
 

@@ -283,6 +283,7 @@ def diagnose(
                 keep=kept if html is not None else None,
             )
             store_problems(opened.chroma)
+            store_problems(opened.memory)
         if layers and any(d.layer in layers for d in diagnoses):
             run_state["exit_code"] = 1  # kept if the output pipe closes early
         output.to_renderer().diagnose(t.path, diagnoses)
@@ -362,7 +363,7 @@ def inspect_store(
         if not (settings.store.facts_file or settings.store.chroma or settings.store.memory_store):
             raise UsageError("nothing to inspect: pass --facts-file, --chroma and/or --store")
         with (
-            LongTermStores.from_settings(settings, audit=True) as opened,
+            LongTermStores.from_settings(settings) as opened,
             progress("auditing", min_total=5000) as tick,
         ):
             args = (opened.facts, opened.chroma, opened.collection, settings.audit, tick)

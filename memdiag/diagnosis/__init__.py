@@ -250,12 +250,11 @@ def diagnose_one(
                     session=turn.session,
                 )
         searches = retrievals_for(t, request) if request is not None else []
-        query = (
-            failure.query
-            or rctx.settings.store.query
-            or next((s.query for s in searches if s.query), None)  # what the agent searched
-            or t.messages[turn.user_index].content
+        # what the agent itself asked its memory, when the config or the trace says it
+        agent_query = rctx.settings.store.query or next(
+            (s.query for s in searches if s.query), None
         )
+        query = failure.query or agent_query or t.messages[turn.user_index].content
         outcome, long_ = decide_long_term(
             failure.fact,
             query,
@@ -265,6 +264,8 @@ def diagnose_one(
             rctx.settings,
             rctx.counter,
             failure.at_turn,
+            agent_query,
+            _user_names(rctx),
         )
         if request is not None and recorded is None:
             outcome, recorded = compare_with_store(t, failure, request, outcome, long_)
@@ -283,6 +284,27 @@ def diagnose_one(
         marker_id=failure.marker_id,
         session=turn.session,
     )
+
+
+def _user_names(rctx: ReplayContext) -> Callable[[], tuple[str, ...]]:
+    """The names the user gives themself in the transcript ("I'm Mia"), read on first call:
+    whose memories are the user's in a store that names people but not the user."""
+    got: list[tuple[str, ...]] = []
+
+    def names() -> tuple[str, ...]:
+        if not got:
+            ex = rctx.memo.extractor(None)
+            said = (
+                e.value
+                for m in rctx.transcript.messages
+                if m.role == "user"
+                for e in ex.extract(m.content)
+                if e.field == "name"
+            )
+            got.append(tuple(dict.fromkeys(said)))
+        return got[0]
+
+    return names
 
 
 __all__ = [

@@ -1,24 +1,29 @@
 """Step 3 of docs/reference.md#verdicts: the fact was stated only in earlier sessions, so long-term
-memory had to
-carry it: the facts file (profile layer) and the vector store (write → retrieve → inject).
+memory had to carry it: the facts file (profile layer), the vector stores (write → retrieve →
+inject) and the memory-store files (write → the library's own retrieval).
 
-The facts file is read by exact key and injected whole at every session start. The vector
-store: was the fact written, does the query at the failure turn rank it within top_k, does an
-older or contradicting entry come with it, and does it survive the injection budget? Every rank
-and distance is Chroma's own; when no embedding function can run, the retrieval check is
-reported as skipped — never guessed. Each check returns its verdict; nothing is mutated.
+The facts file is read by exact key and injected whole at every session start. A vector store
+(Chroma, Qdrant: any ``retrieval.VectorStore``): was the fact written, does the query at the
+failure turn rank it within top_k, does an older or contradicting entry come with it, and does it
+survive the injection budget? Every rank and distance is the store's own; when no embedding
+function can run, the retrieval check is reported as skipped — never guessed. A memory-store file
+is retrieved as its library does (``store_files``). ``LongTermStores.queried`` lists the stores
+in order; ``_check_store`` is the one place that picks the check for a store. Each check returns
+its verdict; nothing is mutated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from memdiag.diagnosis.store_files import Asked
 from memdiag.diagnosis.verdicts import (
     Contradiction,
     FactsFileCheck,
     LongTermDetails,
+    MemoryStoreCheck,
     Outcome,
     RankedHit,
     RetrievalCheck,
@@ -29,9 +34,10 @@ from memdiag.facts import match
 
 if TYPE_CHECKING:
     from memdiag.config import Settings
-    from memdiag.stores.chroma import ChromaStore, Hit, MemoryRecord
+    from memdiag.stores.chroma import Hit, MemoryRecord
     from memdiag.stores.facts_file import FactEntry, FactsFile
     from memdiag.stores.open import LongTermStores
+    from memdiag.stores.retrieval import UserNames
     from memdiag.tokens import TokenCounter
 
 # how deep to look for the fact's own rank when it is not within top_k
@@ -47,10 +53,13 @@ NO_STORE_FIXES = (
 
 @dataclass(frozen=True)
 class _VectorResult:
+    """One store's check: a vector store's (``found``...) or a memory-store file's."""
+
     outcome: Outcome | None  # None: not in the store
-    found: VectorStoreCheck
+    found: VectorStoreCheck | None
     skipped_reason: str | None = None
     retrieval: RetrievalCheck | None = None
+    memory: MemoryStoreCheck | None = None
 
 
 def decide_long_term(
@@ -62,8 +71,17 @@ def decide_long_term(
     settings: Settings,
     counter: TokenCounter,
     at_turn: int,
+    agent_query: str | None = None,
+    user_names: UserNames | None = None,
 ) -> tuple[Outcome, LongTermDetails]:
-    """The verdict for a fact stated (``evidence``) only in sessions before the failure's."""
+    """The verdict for a fact stated (``evidence``) only in sessions before the failure's.
+
+    ``agent_query`` is what the agent itself asked its memory, when known (``store.query``, a
+    search the transcript recorded): an MCP memory graph and CrewAI's long-term memory are read
+    by the agent's own call, which the failure turn's message does not say. ``user_names``
+    gives the names the user gave in the transcript, for stores that name people but not the
+    user (``retrieval.locate``).
+    """
     sessions = tuple(evidence_sessions)
     if stores is None or stores.empty:
         return (
@@ -78,11 +96,25 @@ def decide_long_term(
         in_facts, facts_check = _facts_file(stores, fact, list(evidence), counter, settings)
         if in_facts is not None:
             return in_facts, LongTermDetails(sessions, checked, query, facts_check)
-    vector = None
-    if stores.chroma is not None:
-        vector = _vector_store(
-            stores.chroma, stores.collection, fact, query, counter, settings, at_turn
+    results = [
+        _check_store(
+            store,
+            collection,
+            Asked(fact, agent_query, at_turn, user_names),
+            query,
+            counter,
+            settings,
         )
+        for store, collection in stores.queried()
+    ]
+    # the first store that holds it gives the verdict, unless another one delivers it
+    held = [r for r in results if r.outcome is not None]
+    chosen = next((r for r in held if r.outcome.verdict is Verdict.in_context), None)  # type: ignore[union-attr]
+    chosen = chosen or (held[0] if held else None)
+    vector = chosen if chosen is not None and chosen.found is not None else None
+    vector = vector or next((r for r in results if r.found is not None), None)
+    document = chosen if chosen is not None and chosen.memory is not None else None
+    document = document or next((r for r in results if r.memory is not None), None)
     details = LongTermDetails(
         sessions,
         checked,
@@ -91,9 +123,10 @@ def decide_long_term(
         vector.found if vector else None,
         vector.skipped_reason if vector else None,
         vector.retrieval if vector else None,
+        document.memory if document else None,
     )
-    if vector is not None and vector.outcome is not None:
-        out = vector.outcome
+    if chosen is not None and chosen.outcome is not None:
+        out = chosen.outcome
         if strong:
             out = Outcome(
                 out.verdict,
@@ -122,6 +155,26 @@ def decide_long_term(
         ),
         details,
     )
+
+
+def _check_store(
+    store: Any,
+    collection: str | None,
+    asked: Asked,
+    query: str,
+    counter: TokenCounter,
+    settings: Settings,
+) -> _VectorResult:
+    """One store's verdict: a vector store (Chroma, Qdrant: anything with ``query``) is queried
+    by vector; a memory-store file is retrieved as its library does (``store_files``)."""
+    from memdiag.stores.retrieval import VectorStore
+
+    if isinstance(store, VectorStore):
+        return _vector_store(store, collection, asked, query, counter, settings)
+    from memdiag.diagnosis.store_files import decide_store_file
+
+    outcome, check = decide_store_file(store, asked, settings)
+    return _VectorResult(outcome, None, memory=check)
 
 
 def _facts_file(
@@ -167,17 +220,17 @@ def _facts_file(
 
 
 def _vector_store(
-    chroma: ChromaStore,
+    chroma: Any,  # a retrieval.VectorStore: ChromaStore, QdrantStore
     collection: str | None,
-    fact: str,
+    asked: Asked,
     query: str,
     counter: TokenCounter,
     settings: Settings,
-    at_turn: int,
 ) -> _VectorResult:
     from memdiag.stores.retrieval import find_in_store
 
-    records = find_in_store(chroma, collection, fact)
+    fact, at_turn = asked.fact, asked.at_turn
+    records = find_in_store(chroma, collection, fact, user_names=asked.user_names)
     if not records:
         return _VectorResult(None, VectorStoreCheck(False))
     record = records[0]

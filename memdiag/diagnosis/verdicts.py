@@ -197,6 +197,43 @@ class VectorStoreCheck:
 
 
 @dataclass(frozen=True)
+class MemoryStoreCheck:
+    """A memory-store file (``--store``) as its library retrieves it (docs/stores.md).
+
+    ``retrieved`` is None when memdiag cannot know what the agent asked the library (an MCP
+    tool call, a CrewAI task) and was not told; ``rank`` is the record's place in what the
+    library returns, when it returns a list; ``delivered`` how many records that is.
+    """
+
+    found: bool
+    layout: str
+    id: str = ""
+    document: str | None = None
+    retrieved_by: str = ""
+    retrieved: bool | None = None
+    rank: int | None = None
+    delivered: int | None = None
+    contradicting: tuple[Contradiction, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.found:
+            return {"found": False, "layout": self.layout}
+        out: dict[str, Any] = {
+            "found": True,
+            "layout": self.layout,
+            "id": self.id,
+            "document": self.document,
+            "retrieved_by": self.retrieved_by,
+            "retrieved": self.retrieved,
+            "rank": self.rank,
+            "delivered": self.delivered,
+        }
+        if self.contradicting:
+            out["contradicting"] = [c.to_dict() for c in self.contradicting]
+        return out
+
+
+@dataclass(frozen=True)
 class RankedHit:
     id: str
     rank: int
@@ -246,6 +283,7 @@ class LongTermDetails:
     vector_store: VectorStoreCheck | None = None
     skipped_reason: str | None = None
     retrieval: RetrievalCheck | None = None
+    memory_store: MemoryStoreCheck | None = None  # --store: a memory-store file
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -262,6 +300,8 @@ class LongTermDetails:
             out["skipped_reason"] = self.skipped_reason
         if self.retrieval is not None:
             out["retrieval"] = self.retrieval.to_dict()
+        if self.memory_store is not None:
+            out["memory_store"] = self.memory_store.to_dict()
         return out
 
 

@@ -20,7 +20,8 @@
   crew learned, ``datetime``, ``score``); each suggestion is one memory of its task's agent.
 
 Files are opened read-only (SQLite ``mode=ro``, ``immutable``): their bytes never change. These
-stores hold no vectors, so near-duplicates and retrieval checks are skipped, saying why.
+stores hold no vectors, so near-duplicates are skipped, saying why; diagnose checks retrieval as
+each library retrieves (``memdiag.diagnosis.store_files``).
 """
 
 from __future__ import annotations
@@ -113,17 +114,40 @@ class DocumentStore:
 
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
         return None, (
-            f"this {self.layout.name} store holds no vectors (retrieved by "
-            f"{RETRIEVED_BY.get(self.layout.name, 'its library')}): no retrieval check"
+            f"this {self.layout.name} store holds no vectors: no similarity search; diagnose "
+            f"checks retrieval as its library does ({RETRIEVED_BY[self.layout.name]})"
         )
+
+    def vector_index(self) -> str | None:
+        """What says the store was searched by vector (a LangGraph index), or None.
+
+        A SqliteStore created with ``index=`` keeps its embeddings in ``store_vectors``; items
+        dumped from a search with a query carry a ``score``.
+        """
+        if self.layout.name == "langgraph-items":
+            scored = sum(1 for m in self._read.data.metadatas if m.get("score") is not None)
+            return f"{scored} items carry a search score" if scored else None
+        if self.layout.name != "langgraph-sqlite":
+            return None
+        con = _connect(self.path)
+        try:
+            tables = con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            if "store_vectors" not in {r[0] for r in tables}:
+                return None
+            (n,) = con.execute("SELECT count(*) FROM store_vectors").fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        finally:
+            con.close()
+        return f"{n} rows in store_vectors" if n else None
 
 
 RETRIEVED_BY = {
-    "mcp-memory": "read_graph or search_nodes substring match",
-    "langgraph-items": "store.search",
-    "langgraph-sqlite": "store.search",
-    "agno": "Agno's MemoryManager",
-    "crewai-ltm": "task description",
+    "mcp-memory": "the agent's read_graph or search_nodes call, whole entities",
+    "langgraph-items": "store.search by namespace",
+    "langgraph-sqlite": "store.search by namespace",
+    "agno": "every memory of the user in the system prompt",
+    "crewai-ltm": "the exact task description, latest runs",
 }
 
 
@@ -192,6 +216,8 @@ def _langgraph_rows(path: Path, items: list[Any], where: Callable[[int], str]) -
             "created_at": it.get("created_at"),
             "updated_at": it.get("updated_at"),
         }
+        if isinstance(it.get("score"), (int, float)):  # a search by query (an index) ranked it
+            meta["score"] = it["score"]
         if len(ns) >= 2:
             meta["user_id"] = str(ns[-1])
         rows.append(("/".join(map(str, [*ns, it["key"]])), text, meta))
@@ -273,13 +299,17 @@ def _detect_json(path: Path, text: str) -> tuple[Layout, list[Row]]:
 # --- SQLite layouts -------------------------------------------------------------------------
 
 
-def _sqlite(path: Path) -> tuple[Layout, list[Row]]:
+def _connect(path: Path) -> sqlite3.Connection:
     # immutable=1: no lock, no journal, no -wal/-shm file beside it: the bytes stay as they are
     uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
     try:
-        con = sqlite3.connect(uri, uri=True)
+        return sqlite3.connect(uri, uri=True)
     except sqlite3.Error as e:
         raise _fail(path, f"cannot open read-only: {e}") from None
+
+
+def _sqlite(path: Path) -> tuple[Layout, list[Row]]:
+    con = _connect(path)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "long_term_memories" in tables:

@@ -129,6 +129,70 @@ def resolve_subjects(found: Sequence[Claim]) -> list[Claim]:
 
 
 @dataclass(frozen=True)
+class Subjects:
+    """Whom each record of a collection is about ("" the user), and the user's names."""
+
+    who: tuple[str, ...]
+    user_names: Mapping[tuple[str, ...], tuple[str, ...]]  # per tenant: "Name is Mia Lopez"
+
+    def about(
+        self, record: int, tenant: tuple[str, ...], fact: str, user: Sequence[str] = ()
+    ) -> bool:
+        """Whether ``record`` is about the person ``fact`` is about: the user, unless the fact's
+        sentence names someone neither the store nor ``user`` (the names the user gave in the
+        transcript: "I'm Mia") call the user."""
+        names = (*self.user_names.get(tenant, ()), *user)
+
+        def resolved(who: str) -> str:
+            return "" if who and any(same_person(who, n) for n in names) else who
+
+        return same_person(resolved(memory_subject(fact) or ""), resolved(self.who[record]))
+
+
+def subjects(
+    documents: Sequence[str | None],
+    metadatas: Sequence[Mapping[str, Any]],
+    extractor: Extractor | None = None,
+) -> Subjects:
+    """Whom each record is about (``claims`` and ``resolve_subjects``).
+
+    A record that states no fact memdiag reads is still somebody's: the person its sentence
+    or its entity (MCP memory) names, resolved against the names the store gives the user.
+    """
+    from memdiag.extract import default_extractor
+
+    ex = extractor or default_extractor()
+    found = claims(documents, metadatas, ex)
+    stated = {c.record for c in found}
+    for i, (doc, meta) in enumerate(zip(documents, metadatas, strict=True)):
+        if i in stated:
+            continue
+        meta = meta if isinstance(meta, Mapping) else {}
+        entity = meta.get("entity")
+        who = memory_subject(doc) or (entity if isinstance(entity, str) else "")
+        if who:  # a claim of nothing, so that resolve_subjects says who this person is
+            found.append(Claim(i, "", "", False, True, None, tenant_of(meta), "", who))
+    out = [""] * len(documents)
+    names: dict[tuple[str, ...], list[str]] = {}
+    for c in resolve_subjects(found):
+        if c.who:
+            out[c.record] = c.who
+        elif c.subject == "name":
+            names.setdefault(c.tenant, []).append(c.value)
+    return Subjects(tuple(out), {t: tuple(v) for t, v in names.items()})
+
+
+def same_person(a: str, b: str) -> bool:
+    """Two resolved subjects are one: "" (the user) only with itself; "Tom" and "Tom Becker"
+    are one person (one name starts the other), "Tom Becker" and "Tom Smith" are two."""
+    if not a or not b:
+        return a == b
+    x, y = a.casefold().split(), b.casefold().split()
+    n = min(len(x), len(y))
+    return x[:n] == y[:n] or same_value(a, b)
+
+
+@dataclass(frozen=True)
 class Contradiction:
     """A retrieved record that gives another value for a field the fact states."""
 

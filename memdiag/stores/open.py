@@ -35,7 +35,9 @@ class LongTermStores:
     facts: FactsFile | None
     chroma: ChromaStore | None
     collection: str | None
-    memory: Any = None  # --store: a memory-store file (stores.documents) or a Qdrant folder
+    # --store: a memory-store file (stores.documents) or a vector store folder (Qdrant), opened
+    # by stores.documents.open_store, the one place that tells them apart
+    memory: Any = None
 
     @classmethod
     def open(
@@ -64,21 +66,12 @@ class LongTermStores:
         return cls(facts, store, collection, memory)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, audit: bool = False) -> LongTermStores:
-        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true).
-
-        A memory-store file (``--store``) is audited only: verdicts need a store memdiag can
-        query, so anything but an audit refuses it rather than ignoring it (docs/stores.md).
-        """
-        from memdiag.errors import UsageError
+    def from_settings(cls, settings: Settings) -> LongTermStores:
+        """The stores named by ``settings.store`` (possibly none: then ``empty`` is true): the
+        same for diagnose, inspect-store and check (a memory-store file too: docs/stores.md)."""
         from memdiag.stores.layouts import ReadOptions, Scope
 
         s = settings.store
-        if s.memory_store and not audit:
-            raise UsageError(
-                "--store is audited by inspect-store (and check's max_findings); diagnose "
-                "verdicts read --facts-file and --chroma"
-            )
         # one tenant of a multi-user store; the model of a collection that persisted none
         options = ReadOptions(Scope(s.user_id, s.agent_id, s.run_id), s.embedding_function)
         return cls.open(s.facts_file, s.chroma, s.collection, options, s.memory_store)
@@ -86,6 +79,8 @@ class LongTermStores:
     def close(self) -> None:
         if self.chroma is not None:
             self.chroma.close()
+        if self.memory is not None:  # a Qdrant folder's temporary copy is removed
+            self.memory.close()
 
     def __enter__(self) -> LongTermStores:
         return self
@@ -96,6 +91,17 @@ class LongTermStores:
     @property
     def empty(self) -> bool:
         return self.facts is None and self.chroma is None and self.memory is None
+
+    def queried(self) -> list[tuple[Any, str | None]]:
+        """The stores diagnose asks after the facts file, in order, with the collection to ask
+        (None: all its memory collections): Chroma, then the ``--store`` one (a vector store
+        such as Qdrant, or a memory-store file, which is one collection)."""
+        out: list[tuple[Any, str | None]] = []
+        if self.chroma is not None:
+            out.append((self.chroma, self.collection))
+        if self.memory is not None:
+            out.append((self.memory, self.collection if self.memory.kind != "file" else None))
+        return out
 
     def checked(self) -> list[str]:
         out = []

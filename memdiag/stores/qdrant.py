@@ -9,8 +9,10 @@ a temporary copy is opened: the user's bytes never change.
 Each collection's points become records (payload as metadata, the text where the library put it:
 mem0's ``data``, LangChain's ``page_content``, ``text``, ``document``), read by
 ``memdiag.stores.layouts`` like a Chroma collection; the vectors are there, so near-duplicates
-are searched and the model is identified from them. ``diagnose`` does not query Qdrant: the
-audit is read-only and says so.
+are searched and the model is identified from them. ``diagnose`` queries a collection as mem0
+does (``QdrantClient.query_points`` with the query's vector, filtered to the tenant, ``limit``
+top_k): ranks and scores are qdrant-client's own, the score turned into a distance as Chroma
+reports it (cosine and dot: 1 - score; Euclid, Manhattan: the score is the distance).
 """
 
 from __future__ import annotations
@@ -21,15 +23,20 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
 from memdiag.stores.records import CollectionData
 
+if TYPE_CHECKING:
+    from memdiag.stores.chroma import Hit
+
 TEXT_KEYS = ("data", "memory", "text", "page_content", "document", "content")
 SPACES = {"Cosine": "cosine", "Euclid": "l2", "Dot": "ip", "Manhattan": "manhattan"}
 PAGE = 1000
+# Qdrant's score is a similarity for these, a distance for the others
+SIMILARITY_SPACES = frozenset({"cosine", "ip"})
 
 
 def is_qdrant_dir(path: Path) -> bool:
@@ -105,25 +112,15 @@ class QdrantStore:
                     name, limit=PAGE, offset=offset, with_payload=True, with_vectors=True
                 )
                 for p in points:
-                    payload = dict(p.payload or {})
                     vec = (
                         p.vector
                         if not isinstance(p.vector, dict)
                         else next(iter(p.vector.values()))
                     )
                     ids.append(str(p.id))
-                    text = next(
-                        (payload[k] for k in TEXT_KEYS if isinstance(payload.get(k), str)), None
-                    )
-                    # mem0 keeps the text in payload "data" (the layout reads it from there)
-                    docs.append(None if "data" in payload else text)
-                    metas.append(
-                        {
-                            k: v
-                            for k, v in payload.items()
-                            if v is None or isinstance(v, (str, int, float, bool))
-                        }
-                    )
+                    doc, meta = _row(p.payload)
+                    docs.append(doc)
+                    metas.append(meta)
                     rows.append(list(vec or []) if isinstance(vec, list) else [])
                 if offset is None:
                     break
@@ -171,20 +168,113 @@ class QdrantStore:
         return [p for m in self._memories.values() for p in m.problems]
 
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
-        """Which model made the vectors (identified offline), and that diagnose does not query
-        Qdrant: the audit's retrieval checks stay skipped, saying both."""
-        from memdiag.stores.embedding_names import identify_model, stored_sample
+        """The model that embeds queries for ``name``, or (None, why and what would fit).
+
+        Qdrant keeps vectors, never the model that made them: ``--embedding-function`` names
+        it (checked against the dimension), else the model at hand that reproduces the stored
+        vectors (``identify_model``), as for a Chroma collection that persisted none. Memoized.
+        """
+        from memdiag.stores.embedding_names import (
+            build_embedding_function,
+            choose_model,
+            identify_model,
+            names_for_dimension,
+            stored_sample,
+        )
 
         if name not in self._functions:
-            info = self.collection_info(name)
-            _ef, how = identify_model(
-                lambda: stored_sample(self.memories(name).data), info.dimension
-            )
-            self._functions[name] = (
-                None,
-                f"{how}; memdiag audits Qdrant, diagnose queries Chroma only",
-            )
+            dim = self.collection_info(name).dimension
+            if self.options.embedding_function:
+                choice = choose_model(self.options.embedding_function, dim, name)
+                self._functions[name] = build_embedding_function(choice)
+            else:
+                ef, how = identify_model(lambda: stored_sample(self.memories(name).data), dim)
+                if ef is None:
+                    fits = names_for_dimension(dim)
+                    how = f"Qdrant keeps no embedding model; re-embedding stored documents: {how}"
+                    if fits and dim:
+                        how += (
+                            f"; name the model of its {dim}-dimensional vectors with "
+                            f"--embedding-function {fits[0]}"
+                        )
+                self._functions[name] = (ef, how)
         return self._functions[name]
+
+    def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
+        """qdrant-client's own nearest-neighbour query (``query_points``), ranks from 1.
+
+        A multi-tenant collection is queried one tenant at a time, as mem0 filters its search
+        (every given ``user_id``/``agent_id``/``run_id`` must match), when the scope
+        (``--user-id``, ``--agent-id``, ``--run-id``) narrows it.
+        """
+        from qdrant_client import models
+
+        from memdiag.stores.chroma import Hit
+        from memdiag.stores.layouts import own_metadata, record_text
+
+        info = self.collection_info(name)
+        if info.count == 0 or k <= 0:
+            return []
+        memories = self.memories(name)
+        conds: list[Any] = [
+            models.FieldCondition(key=key, match=models.MatchValue(value=value))
+            for key, value in self.options.scope.items()
+        ]
+        params = self._client.get_collection(name).config.params.vectors
+        using = next(iter(params)) if isinstance(params, dict) and params else None
+        try:
+            points = self._client.query_points(
+                name,
+                query=[float(x) for x in vector],
+                using=using,
+                query_filter=models.Filter(must=conds) if conds and memories.scoped else None,
+                limit=k,
+                with_payload=True,
+            ).points
+        except Exception as e:  # a vector of another size: one line
+            why = " ".join(str(e).split())[:200]
+            raise StoreError(f"cannot query Qdrant collection {name!r}: {why}") from None
+        layout = memories.layout
+        similarity = info.space in SIMILARITY_SPACES
+        hits = []
+        for rank, p in enumerate(points, 1):
+            doc, meta = _row(p.payload)
+            score = float(p.score)
+            hits.append(
+                Hit(
+                    str(p.id),
+                    rank,
+                    1.0 - score if similarity else score,
+                    record_text(layout, doc, meta),
+                    own_metadata(layout, meta),
+                    name,
+                )
+            )
+        return hits
+
+    def query(self, name: str, text: str, k: int) -> list[Hit]:
+        """Embed ``text`` with the collection's model and query it (``query_embedding``).
+
+        Raises ``UnavailableError`` (with the fix) when no model can be run offline.
+        """
+        from memdiag.stores.embeddings import embed
+
+        ef, reason = self.embedding_function(name)
+        if ef is None:
+            raise UnavailableError(f"cannot query {name!r}: {reason}")
+        return self.query_embedding(name, embed(ef, [text])[0], k)
+
+
+def _row(payload: Any) -> tuple[str | None, dict[str, Any]]:
+    """A point's text (where the library put it) and its scalar payload, as records hold them.
+
+    mem0 keeps the text in payload ``data``: the document is left empty and the mem0 layout
+    reads it from the metadata, as from mem0's Chroma records.
+    """
+    payload = dict(payload or {})
+    text = next((payload[k] for k in TEXT_KEYS if isinstance(payload.get(k), str)), None)
+    meta = {k: v for k, v in payload.items() if v is None or isinstance(v, (str, int, float, bool))}
+    return (None if "data" in payload else text), meta
 
 
 def open_qdrant(path: Path, options: ReadOptions | None = None) -> QdrantStore:
