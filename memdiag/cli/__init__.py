@@ -181,6 +181,8 @@ def replay(
         "  memdiag diagnose chat.jsonl --facts-file facts.json --chroma ./chroma --format json\n\n"
         "  memdiag diagnose chat.jsonl --chroma ./mem0_db --user-id mia "
         "--embedding-function default\n\n"
+        "  memdiag diagnose chat.jsonl --store agno_memories.json   (a memory-store file, "
+        "retrieved as its library does; a Qdrant folder: --store ./qdrant --user-id mia)\n\n"
         "  memdiag diagnose trace.json --fact 'allergic to peanuts' --at 8   (a trace: judged "
         "from the requests it recorded)\n\n"
         "  memdiag diagnose chat.jsonl --fail-on short_term,long_term   (exit 1 for CI)"

@@ -173,9 +173,10 @@ StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help="Memory-store file to audit, layout detected: the MCP memory server's graph "
-        "(JSONL or read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories "
-        "JSON, CrewAI long_term_memory_storage.db; a Qdrant local folder (memdiag[qdrant]).",
+        help="Memory-store file, layout detected: the MCP memory server's graph (JSONL or "
+        "read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories JSON, "
+        "CrewAI long_term_memory_storage.db; or a Qdrant local folder (memdiag[qdrant]). "
+        "diagnose retrieves from it as its library does. E.g. --store memory.jsonl.",
     ),
 ]
 CollectionOpt = Annotated[

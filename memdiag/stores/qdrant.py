@@ -21,7 +21,7 @@ import contextlib
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,16 +107,16 @@ class QdrantStore:
             metas: list[dict[str, Any]] = []
             rows: list[list[float]] = []
             offset = None
+            sparse = 0
             while True:
                 points, offset = self._client.scroll(
                     name, limit=PAGE, offset=offset, with_payload=True, with_vectors=True
                 )
                 for p in points:
-                    vec = (
-                        p.vector
-                        if not isinstance(p.vector, dict)
-                        else next(iter(p.vector.values()))
-                    )
+                    vec: Any = p.vector
+                    if isinstance(vec, dict):  # named: the dense one (mem0 adds sparse "bm25")
+                        sparse += any(not isinstance(v, list) for v in vec.values())
+                        vec = next((v for v in vec.values() if isinstance(v, list)), None)
                     ids.append(str(p.id))
                     doc, meta = _row(p.payload)
                     docs.append(doc)
@@ -126,7 +126,18 @@ class QdrantStore:
                     break
             emb = np.asarray(rows, dtype=np.float32) if rows and all(rows) else None
             data = CollectionData(name, ids, docs, metas, emb)
-            self._memories[name] = read_layout(data, self.options.scope)
+            read = read_layout(data, self.options.scope)
+            if sparse:  # mem0's hybrid search adds BM25 scores memdiag does not compute
+                read = replace(
+                    read,
+                    problems=(
+                        *read.problems,
+                        f"collection {name!r}: {sparse} points carry sparse vectors (mem0's "
+                        "BM25 keyword search adds their scores to its ranking); diagnose ranks "
+                        "by the dense vectors only",
+                    ),
+                )
+            self._memories[name] = read
             self._infos[name] = QdrantInfo(
                 name, len(ids), size, SPACES.get(str(distance), str(distance))
             )
