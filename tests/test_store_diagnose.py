@@ -11,6 +11,7 @@ the stores' bytes before and after.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 import tempfile
@@ -54,7 +55,7 @@ def verdicts(ds: dict[int, Any]) -> dict[int, str]:
 
 
 def memory(d: dict[str, Any]) -> dict[str, Any]:
-    return d["details"]["memory_store"]  # type: ignore[no-any-return]
+    return d["details"]["memory_store"]
 
 
 # --- Qdrant local mode (mem0's default): queried as mem0 searches ---------------------------------
@@ -448,3 +449,47 @@ def test_the_schema_names_every_layout_diagnose_retrieves() -> None:
     schema = json.loads((FIXTURES.parent / "memdiag/schemas/diagnose.schema.json").read_text())
     layouts = schema["$defs"]["details"]["properties"]["memory_store"]["properties"]["layout"]
     assert sorted(layouts["enum"]) == sorted(RETRIEVAL)
+
+
+def test_mcp_default_user_entity_is_the_user(tmp_path: Path) -> None:
+    """The server's README prompt files the user as entity "default_user"; Tom's entity is his."""
+    graph = tmp_path / "memory.jsonl"
+    lines = [
+        {
+            "type": "entity",
+            "name": "default_user",
+            "entityType": "person",
+            "observations": ["Prefers window seats on long flights"],
+        },
+        {
+            "type": "entity",
+            "name": "Tom Becker",
+            "entityType": "person",
+            "observations": ["Is allergic to peanuts"],
+        },
+    ]
+    graph.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    ds = diagnose(graph, config="store:\n  query: default_user\n", tmp=tmp_path)
+    assert ds[SEAT]["verdict"] == "in_context"
+    assert ds[ALLERGY]["verdict"] == "long_term_not_written"  # Tom's allergy is not Mia's
+
+
+def test_console_names_the_store_and_its_retrieval() -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "diagnose",
+            str(CONVERSATION),
+            "--store",
+            str(STORES / "agno"),
+            "--fact",
+            "I moved to Lisbon",
+            "--at",
+            "7",
+        ],
+        env={"COLUMNS": "120"},
+    )
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "record m6 (agno) holds it" in text
+    assert "comes with m3 (older): location = 'berlin'" in text

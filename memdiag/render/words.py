@@ -266,6 +266,20 @@ def store_lines(det: Details) -> list[Line]:
             lines.append(
                 Line("", f"also retrieved at rank {c.rank} ({age}): {c.field} = {c.value!r}")
             )
+    ms = lt.memory_store
+    if ms is not None:
+        if not ms.found:
+            lines.append(Line("store", f"no {ms.layout} record holds it"))
+        else:
+            got = {True: "returns it", False: "does not return it", None: "not known"}[
+                ms.retrieved
+            ]
+            where = f" (item {ms.rank})" if ms.rank is not None else ""
+            lines.append(Line("store", f"record {ms.id} ({ms.layout}) holds it"))
+            lines.append(Line("retrieval", f"{ms.retrieved_by}: {got}{where}"))
+            for c in ms.contradicting:
+                age = {True: "older", False: "newer", None: "undated"}[c.older]
+                lines.append(Line("", f"comes with {c.id} ({age}): {c.field} = {c.value!r}"))
     if lt.query is not None and (r is not None or vs is not None):
         lines.append(Line("query", "", clip(lt.query)))
     if lt.skipped_reason is not None:

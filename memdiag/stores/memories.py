@@ -128,6 +128,11 @@ def resolve_subjects(found: Sequence[Claim]) -> list[Claim]:
     return [replace(c, who="") if c.who and c.who in user.get(c.tenant, ()) else c for c in found]
 
 
+# entity names that are the user: the MCP memory server's README prompt files the user as
+# "default_user"
+USER_ENTITIES = frozenset({"user", "default_user", "the user", "me"})
+
+
 @dataclass(frozen=True)
 class Subjects:
     """Whom each record of a collection is about ("" the user), and the user's names."""
@@ -144,6 +149,8 @@ class Subjects:
         names = (*self.user_names.get(tenant, ()), *user)
 
         def resolved(who: str) -> str:
+            if who.casefold() in USER_ENTITIES:
+                return ""
             return "" if who and any(same_person(who, n) for n in names) else who
 
         return same_person(resolved(memory_subject(fact) or ""), resolved(self.who[record]))
@@ -170,6 +177,8 @@ def subjects(
         meta = meta if isinstance(meta, Mapping) else {}
         entity = meta.get("entity")
         who = memory_subject(doc) or (entity if isinstance(entity, str) else "")
+        if who.casefold() in USER_ENTITIES:
+            continue
         if who:  # a claim of nothing, so that resolve_subjects says who this person is
             found.append(Claim(i, "", "", False, True, None, tenant_of(meta), "", who))
     out = [""] * len(documents)
