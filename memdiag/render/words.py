@@ -271,9 +271,7 @@ def store_lines(det: Details) -> list[Line]:
         if not ms.found:
             lines.append(Line("store", f"no {ms.layout} record holds it"))
         else:
-            got = {True: "returns it", False: "does not return it", None: "not known"}[
-                ms.retrieved
-            ]
+            got = {True: "returns it", False: "does not return it", None: "not known"}[ms.retrieved]
             where = f" (item {ms.rank})" if ms.rank is not None else ""
             lines.append(Line("store", f"record {ms.id} ({ms.layout}) holds it"))
             lines.append(Line("retrieval", f"{ms.retrieved_by}: {got}{where}"))
