@@ -108,12 +108,11 @@ def decide_store_file(
             "a new value."
         )
         if delivery.retrieved is None:
-            return Outcome(Verdict.long_term_unchecked, (f"{delivery.why_not}", fix)), check
+            return Outcome(Verdict.long_term_unchecked, (delivery.why_not, fix)), check
         return Outcome(Verdict.long_term_stale, (fix,)), check
     if delivery.retrieved is None:
-        return Outcome(Verdict.long_term_unchecked, (f"Stored as {where}. {delivery.why_not}",)), (
-            check
-        )
+        unknown = f"Stored as {where}. {delivery.why_not}"
+        return Outcome(Verdict.long_term_unchecked, (unknown,)), check
     fix = (
         f"{delivery.retrieved_by} delivers {where}: memory delivered it. Look at the prompt and "
         "the model."
