@@ -153,7 +153,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     from memdiag.ranking import Params, evidence_index
-    from memdiag.ranking.cache import ENV_CACHE_DIR
 
     def run_diagnose(transcript: Any, facts: Sequence[str], what_if: bool = True) -> list[Any]:
         """`memdiag diagnose --fact F ...` at the last turn, no store, default settings."""
@@ -178,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import os
 
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ[ENV_CACHE_DIR] = tmp
+        os.environ["MEMDIAG_CACHE_DIR"] = tmp  # memdiag/usercache.py
         # timed: `diagnose` of --facts observations (CLI defaults), cold cache then warm
         obs = [f for label, f, _ in probes if label == "observation"][: args.facts]
         timings = []
