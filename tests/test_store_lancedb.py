@@ -253,3 +253,34 @@ def test_a_table_without_text_is_one_line_exit_2(tmp_path: Path) -> None:
     result = run("inspect-store", "--store", str(tmp_path / "db"))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "LanceDB table 't' has no text column" in " ".join(result.output.split())
+
+
+@needs_lancedb
+def test_zero_vectors_are_a_problem_line(tmp_path: Path) -> None:
+    """CrewAI saves ``[0.0] * dim`` for a record without an embedding: a search ranks it blindly."""
+    import lancedb
+
+    def row(i: int, vector: list[float]) -> dict[str, Any]:
+        return {
+            "id": f"m{i}",
+            "content": f"Note {i}",
+            "scope": "/",
+            "categories_str": "[]",
+            "metadata_str": "{}",
+            "importance": 0.5,
+            "created_at": "2026-01-10T09:00:00",
+            "last_accessed": "2026-01-10T09:00:00",
+            "source": "",
+            "private": False,
+            "vector": vector,
+        }
+
+    rows = [row(0, [0.6, 0.8]), row(1, [0.0, 0.0])]
+    lancedb.connect(str(tmp_path / "memory")).create_table("memories", rows)
+    report = audit(folder=tmp_path / "memory")
+    (entry,) = report["stores"]
+    assert entry["layout"]["name"] == "crewai-memory" and entry["layout"]["tenant_keys"] == []
+    assert entry["problems"] == [
+        "table 'memories': 1 of 2 records have an all-zero vector (CrewAI writes one when a "
+        "record has no embedding): a search ranks them without regard to their text"
+    ]

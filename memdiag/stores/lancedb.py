@@ -352,7 +352,8 @@ def _read_table(
     if zero:
         line = (
             f"table {info.name!r}: {zero} of {len(ids)} records have an all-zero vector "
-            "(CrewAI writes one when a record has no embedding): search never finds them"
+            "(CrewAI writes one when a record has no embedding): a search ranks them without "
+            "regard to their text"
         )
         read = LayoutRead(
             read.layout,
