@@ -175,7 +175,8 @@ StoreOpt = Annotated[
         "--store",
         help="Memory-store file to audit, layout detected: the MCP memory server's graph "
         "(JSONL or read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories "
-        "JSON, CrewAI long_term_memory_storage.db; a Qdrant local folder (memdiag[qdrant]).",
+        "JSON, CrewAI long_term_memory_storage.db; a Qdrant local folder (memdiag[qdrant]); a "
+        "LanceDB folder, CrewAI ≥ 1.10's memory (memdiag[lancedb]).",
     ),
 ]
 CollectionOpt = Annotated[
