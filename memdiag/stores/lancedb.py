@@ -31,7 +31,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import TENANT_KEYS, Layout, LayoutRead, ReadOptions, read_layout
@@ -82,6 +82,7 @@ class LanceInfo:
     configured_space: str | None = None
     legacy_space: str | None = None
     space_disagreement: bool = False
+    store: ClassVar[str] = "lancedb"  # whose settings the audit's advice names
 
 
 def _why(e: BaseException) -> str:

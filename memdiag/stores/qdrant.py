@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
@@ -50,6 +50,7 @@ class QdrantInfo:
     configured_space: str | None = None
     legacy_space: str | None = None
     space_disagreement: bool = False
+    store: ClassVar[str] = "qdrant"  # whose settings the audit's advice names
 
 
 class QdrantStore:
