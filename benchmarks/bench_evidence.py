@@ -153,7 +153,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     from memdiag.ranking import Params, evidence_index
-    from memdiag.ranking.cache import ENV_CACHE_DIR
 
     def run_diagnose(transcript: Any, facts: Sequence[str], what_if: bool = True) -> list[Any]:
         """`memdiag diagnose --fact F ...` at the last turn, no store, default settings."""
@@ -178,15 +177,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     import os
 
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ[ENV_CACHE_DIR] = tmp
+        os.environ["MEMDIAG_CACHE_DIR"] = tmp  # memdiag/usercache.py
         # timed: `diagnose` of --facts observations (CLI defaults), cold cache then warm
         obs = [f for label, f, _ in probes if label == "observation"][: args.facts]
         timings = []
+        from memdiag.ranking import minilm
+
+        embedded: list[str] = []  # what the cold run gave the model, to time the model alone
+        model_call = minilm.MiniLM.__call__
+
+        def recording(self: Any, texts: Sequence[str]) -> Any:
+            embedded.extend(texts)
+            return model_call(self, texts)
+
+        minilm.MiniLM.__call__ = recording  # type: ignore[method-assign]
         for _ in ("cold", "warm"):
             t0, c0 = time.perf_counter(), time.process_time()
             diagnoses = run_diagnose(transcript, obs)
             note = diagnoses[0].details.semantic_search or ""
             timings.append((time.perf_counter() - t0, time.process_time() - c0, note))
+        minilm.MiniLM.__call__ = model_call  # type: ignore[method-assign]
+        # the floor of a cold run: loading the model and embedding the same texts, nothing else
+        model_cpu = 0.0
+        if embedded:
+            minilm._SESSIONS.clear()
+            c0 = time.process_time()
+            minilm.local_minilm()[0](embedded)  # type: ignore[misc]
+            model_cpu = time.process_time() - c0
         results: dict[str, dict[str, tuple[float, float, int]]] = {}
         judged: dict[str, tuple[float, float, int, int]] = {}
         everything = facts + neg_other + neg_same
@@ -253,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\ntime: diagnose of {len(obs)} facts over {len(transcript.messages)} messages: "
         f"cold cache {cold:.1f} s (CPU {cold_cpu:.1f} s; {cold_note}), "
         f"warm {warm:.1f} s (CPU {warm_cpu:.1f} s; {warm_note}); "
+        f"the model alone (load + the {len(embedded)} texts of the cold run): CPU "
+        f"{model_cpu:.1f} s, cold diagnose = {cold_cpu / max(model_cpu, 1e-9):.2f}x it; "
         f"all {len(everything)} facts (no what-if): {t_all:.1f} s; "
         f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"

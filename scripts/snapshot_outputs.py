@@ -59,12 +59,28 @@ def build_store(
     client.close()
 
 
+def transcripts() -> list[tuple[str, list[str]]]:
+    """(path, flags): the canonical fixtures and every registered format's example files, with
+    the choices a format needs to read them whole (``--session all``), as the JSON contract
+    test reads them."""
+    from memdiag.transcript.formats import formats
+
+    out: list[tuple[str, list[str]]] = [
+        (str(p.relative_to(ROOT)), []) for p in sorted(FIX.glob("*.jsonl"))
+    ]
+    for f in formats().values():
+        flags = [a for flag in getattr(f, "selects", {}).values() for a in (flag, "all")]
+        out += [(f"fixtures/{e}", flags) for e in f.examples]
+    unique: dict[str, list[str]] = {}
+    for path, fl in out:
+        unique.setdefault(path, fl)  # a file that is two formats' example is run once
+    return list(unique.items())
+
+
 def commands(stores: dict[str, Path] | None) -> dict[str, list[str]]:
     """name → argv. Transcript fixtures × replay/diagnose/convert, facts files, stores, checks."""
     cmds: dict[str, list[str]] = {}
-    transcripts = sorted(FIX.glob("*.jsonl")) + sorted((FIX / "formats").glob("*"))
-    for t in transcripts:
-        rel = str(t.relative_to(ROOT))
+    for rel, flags in transcripts():
         key = rel.replace("/", "_")
         cmds[f"convert_{key}"] = ["convert", rel]
         for budget in ("300", "400", "2000"):
@@ -101,6 +117,9 @@ def commands(stores: dict[str, Path] | None) -> dict[str, list[str]]:
             "--format",
             "json",
         ]
+        for k, argv in cmds.items():
+            if flags and argv[1] == rel:
+                cmds[k] = [*argv, *flags]
     for name in ("locomo_sample.json", "longmemeval_sample.json"):
         rel = f"fixtures/formats/{name}"
         cmds[f"diagnose_probes_{name}"] = ["diagnose", rel, "--probes", "--format", "json"]

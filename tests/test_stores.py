@@ -702,3 +702,25 @@ def test_stores_import_only_downward() -> None:
     heavy = ("typer", "rich", "chromadb", "numpy", "onnxruntime")
     assert [m for m in out if m.startswith(upward)] == []
     assert [m for m in out if m.split(".")[0] in heavy] == []
+
+
+def test_space_advice_names_the_store_s_own_setting() -> None:
+    """An L2 space over unnormalized vectors: the fix is said in the library's own terms
+    (Chroma's configuration, Qdrant's VectorParams, LanceDB's search distance type)."""
+    from memdiag.stores.audit.metric import space_findings
+    from memdiag.stores.chroma import CollectionInfo
+    from memdiag.stores.lancedb import LanceInfo
+    from memdiag.stores.qdrant import QdrantInfo
+
+    advice = {
+        type(info).__name__: space_findings(info, unit_vectors=False)[0].message  # type: ignore[arg-type]
+        for info in (
+            CollectionInfo("c", 3, 384, "l2", None),
+            QdrantInfo("q", 3, 384, "l2"),
+            LanceInfo("t", 3, 384, "l2"),
+        )
+    }
+    assert "configuration={'hnsw': {'space': 'cosine'}}" in advice["CollectionInfo"]
+    assert "VectorParams(distance=Distance.COSINE)" in advice["QdrantInfo"]
+    assert ".distance_type('cosine')" in advice["LanceInfo"]
+    assert not any("hnsw" in advice[k] for k in ("QdrantInfo", "LanceInfo"))

@@ -175,8 +175,9 @@ StoreOpt = Annotated[
         "--store",
         help="Memory-store file, layout detected: the MCP memory server's graph (JSONL or "
         "read_graph JSON), LangGraph store items JSON or SqliteStore, Agno memories JSON, "
-        "CrewAI long_term_memory_storage.db; or a Qdrant local folder (memdiag[qdrant]). "
-        "diagnose retrieves from it as its library does. E.g. --store memory.jsonl.",
+        "CrewAI long_term_memory_storage.db; or a Qdrant local folder (memdiag[qdrant]), a "
+        "LanceDB folder, CrewAI ≥ 1.10's memory (memdiag[lancedb]). diagnose retrieves from "
+        "it as its library does. E.g. --store memory.jsonl.",
     ),
 ]
 CollectionOpt = Annotated[

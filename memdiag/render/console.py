@@ -264,7 +264,7 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
         console.print(turn_line(r, res.budget, colourless(console)))
     if cut:
         console.print(
-            f"      … {len(turns) - 2 * CHANGES_SHOWN} more turns with changes "
+            f"      … {_count(len(turns) - 2 * CHANGES_SHOWN, 'more turn')} with changes "
             "(--show all, or --format json|--html for every turn)",
             style="dim",
         )
@@ -273,7 +273,7 @@ def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
     hidden = len(res.turns) - len(turns)
     if hidden and show == "changes":
         console.print(
-            f"      ({hidden} turns where nothing left the window not shown; --show all)",
+            f"      ({_count(hidden, 'turn')} where nothing left the window not shown; --show all)",
             style="dim",
         )
     console.print(_totals(res), style="bold")

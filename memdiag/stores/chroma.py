@@ -141,7 +141,9 @@ def validate_store_dir(path: Path) -> Path:
             empty = not any(path.iterdir())
         except OSError as e:
             raise StoreError(f"cannot read {path}: {e.strerror or e}") from None
-        what = "is empty" if empty else "has no chroma.sqlite3"
+        from memdiag.stores.lancedb import lancedb_hint
+
+        what = "is empty" if empty else lancedb_hint(path) or "has no chroma.sqlite3"
         raise StoreError(f"not a Chroma store: {path} {what}")
     uri = "file:" + urllib.parse.quote(str(db.resolve())) + "?mode=ro"
     try:

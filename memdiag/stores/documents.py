@@ -387,7 +387,8 @@ def _crewai(path: Path, con: sqlite3.Connection) -> tuple[Layout, list[Row]]:
 
 def open_store(spec: str, options: ReadOptions | None = None) -> Any:
     """Open a memory-store file (or a directory holding one of ``KNOWN_FILES``) read-only; a
-    Qdrant local-mode folder is read by ``memdiag.stores.qdrant`` (optional extra)."""
+    Qdrant local-mode folder is read by ``memdiag.stores.qdrant``, a LanceDB folder (CrewAI ≥
+    1.10's memory) by ``memdiag.stores.lancedb`` (optional extras)."""
     options = options or ReadOptions()
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -395,6 +396,10 @@ def open_store(spec: str, options: ReadOptions | None = None) -> Any:
 
         if is_qdrant_dir(path):
             return open_qdrant(path, options)
+        from memdiag.stores.lancedb import is_lancedb_dir, open_lancedb
+
+        if is_lancedb_dir(path):
+            return open_lancedb(path, options)
         found = [path / f for f in KNOWN_FILES if (path / f).is_file()]
         if not found and (path / "chroma.sqlite3").is_file():
             raise _fail(path, "a Chroma store: pass it with --chroma")

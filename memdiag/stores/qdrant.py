@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
@@ -57,6 +57,7 @@ class QdrantInfo:
     configured_space: str | None = None
     legacy_space: str | None = None
     space_disagreement: bool = False
+    store: ClassVar[str] = "qdrant"  # whose settings the audit's advice names
 
 
 class QdrantStore:

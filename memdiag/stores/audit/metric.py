@@ -38,6 +38,20 @@ SPACE_WORDS = {"cosine": "cosine", "cos": "cosine", "l2": "l2", "euclidean": "l2
 SPACE_WORDS.update({"inner_product": "ip", "dot": "ip", "dot_product": "ip"})
 
 
+def recreate_hint(info: CollectionInfo, space: str) -> str:
+    """How to get ``space`` in the store ``info`` belongs to (each library sets it its own way)."""
+    store = getattr(info, "store", "chroma")
+    if store == "qdrant":
+        qdrant = {"cosine": "COSINE", "l2": "EUCLID", "ip": "DOT"}[space]
+        return f"recreate the collection with VectorParams(distance=Distance.{qdrant})"
+    if store == "lancedb":
+        return (
+            f"search it with .distance_type('{space}') or build its vector index with "
+            f"metric='{space}' (LanceDB keeps no space of its own)"
+        )
+    return f"recreate the collection with configuration={{'hnsw': {{'space': '{space}'}}}}"
+
+
 def lookalike_findings(info: CollectionInfo) -> list[Finding]:
     """distance_metric: metadata that names a distance space Chroma never reads."""
     out: list[Finding] = []
@@ -56,8 +70,7 @@ def lookalike_findings(info: CollectionInfo) -> list[Finding]:
                 f"collection {info.name!r}: metadata {key}={value!r} is not a Chroma setting "
                 f"(AutoGen's ChromaDBVectorMemory writes it); the index uses {info.space!r}, so "
                 f"distances are {info.space} distances, not {said}: scores and thresholds "
-                f"computed as {said} are wrong; recreate the collection with "
-                f"configuration={{'hnsw': {{'space': '{said}'}}}}",
+                f"computed as {said} are wrong; {recreate_hint(info, said)}",
                 info.name,
             )
         )
@@ -103,8 +116,8 @@ def space_findings(info: CollectionInfo, unit_vectors: bool | None) -> list[Find
                     (),
                     f"collection {name!r} uses L2 distance over unnormalized vectors: ranking "
                     "differs "
-                    "from cosine, and 1 - distance is not a similarity; recreate it with "
-                    "configuration={'hnsw': {'space': 'cosine'}}",
+                    "from cosine, and 1 - distance is not a similarity; "
+                    + recreate_hint(info, "cosine"),
                     name,
                 )
             )

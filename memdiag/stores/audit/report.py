@@ -107,8 +107,9 @@ class ChromaCollectionSummary:
     scope: str | None = None  # "user_id=mia" when --user-id narrowed the collection
     problems: tuple[str, ...] = ()  # records that could not be read, one line each
     # "store": a memory-store file (--store: MCP memory graph, LangGraph, Agno, CrewAI);
-    # "qdrant": a collection of a Qdrant local-mode folder (--store DIR, optional extra)
-    type: Literal["chroma", "store", "qdrant"] = "chroma"
+    # "qdrant": a collection of a Qdrant local-mode folder (--store DIR, optional extra);
+    # "lancedb": a table of a LanceDB folder (CrewAI ≥ 1.10's memory; --store DIR, optional extra)
+    type: Literal["chroma", "store", "qdrant", "lancedb"] = "chroma"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``stores[]`` entry of ``inspect-store --format json``."""
