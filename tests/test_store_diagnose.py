@@ -134,6 +134,46 @@ def test_qdrant_without_a_model_is_unchecked_and_says_what_fits(
     assert ds[DOG]["verdict"] == "long_term_not_written"
 
 
+@pytest.mark.parametrize("scope", [("--user-id", "mia"), ()])
+def test_crewai_lancedb_memory_gets_the_verdicts_of_chroma(
+    scope: tuple[str, ...], tmp_path: Path, model_dir: Path
+) -> None:
+    """CrewAI ≥ 1.10's LanceDB memory (make_crewai_lancedb.py), searched as its LanceDBStorage
+    searches: LanceDB's own ranks and squared-L2 distances; Tom's rows ("source" tom) never
+    contradict Mia's, scoped or not."""
+    pytest.importorskip("lancedb", reason="lancedb (memdiag[lancedb]) not installed")
+    folder = STORES / "crewai_lancedb"
+    ds = diagnose(
+        folder, *scope, "--top-k", "3", config="store:\n  inject_max_tokens: 120\n", tmp=tmp_path
+    )
+    assert verdicts(ds) == {
+        ALLERGY: "long_term_not_retrieved",
+        LISBON: "long_term_stale",  # Berlin (January) outranks Lisbon (June)
+        SEAT: "in_context",
+        DOG: "long_term_not_written",
+        KYOTO: "long_term_not_injected",
+    }
+    lisbon = ds[LISBON]["details"]
+    assert lisbon["vector_store"]["document"] == "Mia moved to Lisbon."
+    assert [
+        (c["document"], c["older"], c["rank"]) for c in lisbon["retrieval"]["contradicting"]
+    ] == [("Mia lives in Berlin.", True, 1)]
+    assert lisbon["stores_checked"] == [f"lancedb store {folder}"]
+    assert ds[SEAT]["details"]["retrieval"]["rank"] == 1
+
+
+def test_lancedb_search_keeps_the_tenants_own_rows(model_dir: Path) -> None:
+    pytest.importorskip("lancedb", reason="lancedb (memdiag[lancedb]) not installed")
+    from memdiag.stores.documents import open_store
+    from memdiag.stores.layouts import ReadOptions, Scope
+
+    folder = str(STORES / "crewai_lancedb")
+    with open_store(folder, ReadOptions(Scope(user_id="tom"))) as store:
+        hits = store.query("memories", "Which city do I live in?", 5)
+    assert [h.document for h in hits] == ["Tom lives in Paris.", "Tom is allergic to shellfish."]
+    assert [h.rank for h in hits] == [1, 2] and hits[0].distance < hits[1].distance
+
+
 # --- Agno: every memory of the user in the system prompt ----------------------------------------
 
 

@@ -3,7 +3,7 @@ memory had to carry it: the facts file (profile layer), the vector stores (write
 inject) and the memory-store files (write → the library's own retrieval).
 
 The facts file is read by exact key and injected whole at every session start. A vector store
-(Chroma, Qdrant: any ``retrieval.VectorStore``): was the fact written, does the query at the
+(Chroma, Qdrant, LanceDB: any ``retrieval.VectorStore``): was the fact written, does the query at the
 failure turn rank it within top_k, does an older or contradicting entry come with it, and does it
 survive the injection budget? Every rank and distance is the store's own; when no embedding
 function can run, the retrieval check is reported as skipped — never guessed. A memory-store file
@@ -165,8 +165,9 @@ def _check_store(
     counter: TokenCounter,
     settings: Settings,
 ) -> _VectorResult:
-    """One store's verdict: a vector store (Chroma, Qdrant: anything with ``query``) is queried
-    by vector; a memory-store file is retrieved as its library does (``store_files``)."""
+    """One store's verdict: a vector store (Chroma, Qdrant, LanceDB: anything with ``query``) is
+    queried by vector; a memory-store file is retrieved as its library does (``store_files``).
+    The one place that picks the check: a new vector reader needs only ``query``."""
     from memdiag.stores.retrieval import VectorStore
 
     if isinstance(store, VectorStore):
@@ -220,7 +221,7 @@ def _facts_file(
 
 
 def _vector_store(
-    chroma: Any,  # a retrieval.VectorStore: ChromaStore, QdrantStore
+    chroma: Any,  # a retrieval.VectorStore: ChromaStore, QdrantStore, LanceStore
     collection: str | None,
     asked: Asked,
     query: str,

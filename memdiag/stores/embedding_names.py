@@ -291,3 +291,27 @@ def resolve_for_collection(
             )
         return None, f"{reason}; no model memdiag knows makes {dim}-dimensional vectors"
     return None, reason
+
+
+def for_vectors(
+    keeper: str, collection: str, dimension: int | None, options: ReadOptions, sample: Sample
+) -> tuple[Any | None, str]:
+    """The model for the queries of a store that keeps vectors but never their model (Qdrant,
+    LanceDB): the one ``--embedding-function`` names (checked against the dimension), else the
+    one at hand that reproduces the stored vectors (``identify_model``), else (None, what was
+    tried and which names fit)."""
+    if options.embedding_function:
+        return build_embedding_function(
+            choose_model(options.embedding_function, dimension, collection)
+        )
+    ef, how = identify_model(sample, dimension)
+    if ef is not None:
+        return ef, how
+    how = f"{keeper} keeps no embedding model; re-embedding stored documents: {how}"
+    fits = names_for_dimension(dimension)
+    if fits and dimension:
+        how += (
+            f"; name the model of its {dimension}-dimensional vectors with "
+            f"--embedding-function {fits[0]}"
+        )
+    return None, how

@@ -22,7 +22,8 @@ column (``text``, ``content``, ``document``, ``page_content``) with its scalar c
 metadata. Vectors are there: near-duplicates are searched and the model identified from them.
 Without a vector index LanceDB ranks by L2 (squared) distance, which CrewAI turns into
 ``1 / (1 + distance)``; the space is that of the vector index when the table has one.
-``diagnose`` does not query LanceDB: the audit is read-only and says so.
+``diagnose`` searches a table as CrewAI's ``LanceDBStorage.search`` does (``table.search(vector)
+.limit(k)``, the tenant's rows): ranks and distances are LanceDB's own.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import TENANT_KEYS, Layout, LayoutRead, ReadOptions, read_layout
 from memdiag.stores.records import CollectionData
+
+if TYPE_CHECKING:
+    from memdiag.stores.chroma import Hit
 
 TABLE_SUFFIX = ".lance"
 CREWAI_COLUMNS = frozenset({"id", "content", "scope", "categories_str", "metadata_str"})
@@ -179,20 +183,91 @@ class LanceStore:
         return [p for m in self._memories.values() for p in m.problems]
 
     def embedding_function(self, name: str) -> tuple[Any | None, str]:
-        """Which model made the vectors (identified offline), and that diagnose does not query
-        LanceDB: the audit's retrieval checks stay skipped, saying both."""
-        from memdiag.stores.embedding_names import identify_model, stored_sample
+        """The model that embeds queries for ``name``, or (None, why and what would fit): as for
+        Qdrant (``embedding_names.for_vectors``), LanceDB keeps vectors, not their model."""
+        from memdiag.stores.embedding_names import for_vectors, stored_sample
 
         if name not in self._functions:
-            info = self.collection_info(name)
-            _ef, how = identify_model(
-                lambda: stored_sample(self.memories(name).data), info.dimension
-            )
-            self._functions[name] = (
-                None,
-                f"{how}; memdiag audits LanceDB, diagnose queries Chroma only",
+            self._functions[name] = for_vectors(
+                "LanceDB",
+                name,
+                self.collection_info(name).dimension,
+                self.options,
+                lambda: stored_sample(self.memories(name).data),
             )
         return self._functions[name]
+
+    def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
+        """LanceDB's own vector search (``table.search(vector).limit(k)``), as CrewAI's
+        ``LanceDBStorage.search`` runs it: ranks from 1, ``_distance`` as LanceDB reports it
+        (squared L2 without an index; CrewAI's score is ``1 / (1 + distance)``).
+
+        A scoped read (``--user-id`` ...) ranks the whole table and keeps that tenant's rows,
+        so the k nearest are the tenant's own.
+        """
+        from memdiag.stores.chroma import Hit
+        from memdiag.stores.layouts import own_metadata, record_text
+
+        info = self.collection_info(name)
+        memories = self.memories(name)
+        if info.count == 0 or k <= 0:
+            return []
+        table = self._tables[name]
+        names = list(table.schema.names)
+        column, _dim = _vector_column(table.schema)
+        crewai = _crewai_layout(names)
+        text_column = next((c for c in TEXT_COLUMNS if c in names), None)
+        own = set(memories.data.ids)
+        by_text: dict[str | None, list[str]] = {}
+        if "id" not in names:  # rows without ids are told apart by their text, in order
+            for i, d in zip(memories.data.ids, memories.data.documents, strict=True):
+                by_text.setdefault(d, []).append(i)
+        try:
+            rows = (
+                table.search([float(x) for x in vector], vector_column_name=column)
+                .limit(info.count if memories.scoped else k)
+                .to_list()
+            )
+        except Exception as e:  # a vector of another size: one line
+            raise StoreError(f"cannot query LanceDB table {name!r}: {_why(e)}") from None
+        hits: list[Hit] = []
+        for row in rows:
+            distance = float(row.pop("_distance", 0.0) or 0.0)
+            row.pop(column, None)
+            doc, meta = _crewai_row(row) if crewai else _plain_row(row, text_column)
+            if "id" in names:
+                rid = str(row["id"])
+            else:
+                taken = by_text.get(doc) or [""]
+                rid = taken.pop(0)
+            if rid not in own:  # another tenant's, or a row the read left out
+                continue
+            layout = memories.layout
+            hits.append(
+                Hit(
+                    rid,
+                    len(hits) + 1,
+                    distance,
+                    record_text(layout, doc, meta),
+                    own_metadata(layout, meta),
+                    name,
+                )
+            )
+            if len(hits) >= k:
+                break
+        return hits
+
+    def query(self, name: str, text: str, k: int) -> list[Hit]:
+        """Embed ``text`` with the table's model and search it (``query_embedding``).
+
+        Raises ``UnavailableError`` (with the fix) when no model can be run offline.
+        """
+        from memdiag.stores.embeddings import embed
+
+        ef, reason = self.embedding_function(name)
+        if ef is None:
+            raise UnavailableError(f"cannot query {name!r}: {reason}")
+        return self.query_embedding(name, embed(ef, [text])[0], k)
 
 
 def _vector_column(schema: Any) -> tuple[str | None, int | None]:

@@ -186,30 +186,16 @@ class QdrantStore:
         it (checked against the dimension), else the model at hand that reproduces the stored
         vectors (``identify_model``), as for a Chroma collection that persisted none. Memoized.
         """
-        from memdiag.stores.embedding_names import (
-            build_embedding_function,
-            choose_model,
-            identify_model,
-            names_for_dimension,
-            stored_sample,
-        )
+        from memdiag.stores.embedding_names import for_vectors, stored_sample
 
         if name not in self._functions:
-            dim = self.collection_info(name).dimension
-            if self.options.embedding_function:
-                choice = choose_model(self.options.embedding_function, dim, name)
-                self._functions[name] = build_embedding_function(choice)
-            else:
-                ef, how = identify_model(lambda: stored_sample(self.memories(name).data), dim)
-                if ef is None:
-                    fits = names_for_dimension(dim)
-                    how = f"Qdrant keeps no embedding model; re-embedding stored documents: {how}"
-                    if fits and dim:
-                        how += (
-                            f"; name the model of its {dim}-dimensional vectors with "
-                            f"--embedding-function {fits[0]}"
-                        )
-                self._functions[name] = (ef, how)
+            self._functions[name] = for_vectors(
+                "Qdrant",
+                name,
+                self.collection_info(name).dimension,
+                self.options,
+                lambda: stored_sample(self.memories(name).data),
+            )
         return self._functions[name]
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:

@@ -5,11 +5,11 @@ containment, fuzzy word overlap, CJK n-grams: ``memdiag.facts.match``), plus emb
 when the collection's own embedding function runs offline, and keeps the records about the
 fact's subject (``memdiag.stores.memories.subjects``: Tom Becker's "lives in Paris" is not the
 user's). Whether the query would have retrieved it is the store's own answer:
-``VectorStore.query`` (Chroma's or Qdrant's ranks and distances, unchanged).
+``VectorStore.query`` (Chroma's, Qdrant's or LanceDB's ranks and distances, unchanged).
 
-Any reader with the methods of :class:`MemoryStore` can be searched: a Chroma store, a Qdrant
-folder, a memory-store file (``memdiag.stores.documents``); one that also has ``query`` is a
-:class:`VectorStore`, and diagnose checks its retrieval as Chroma's (docs/stores.md).
+Any reader with the methods of :class:`MemoryStore` can be searched: a Chroma store, a Qdrant or
+LanceDB folder, a memory-store file (``memdiag.stores.documents``); one that also has ``query``
+is a :class:`VectorStore`, and diagnose checks its retrieval as Chroma's (docs/stores.md).
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ class MemoryStore(Protocol):
 
 @runtime_checkable
 class VectorStore(Protocol):
-    """A store diagnose queries by vector: Chroma, Qdrant (and any reader that ranks as they
-    do: ``query`` returns :class:`~memdiag.stores.chroma.Hit` rows, rank 1 first)."""
+    """A store diagnose queries by vector: Chroma, Qdrant, LanceDB (and any reader that ranks as
+    they do: ``query`` returns :class:`~memdiag.stores.chroma.Hit` rows, rank 1 first)."""
 
     def query(self, name: str, text: str, k: int) -> list[Hit]: ...
 
