@@ -2,14 +2,14 @@
 memory had to carry it: the facts file (profile layer), the vector stores (write → retrieve →
 inject) and the memory-store files (write → the library's own retrieval).
 
-The facts file is read by exact key and injected whole at every session start. A vector store
-(Chroma, Qdrant, LanceDB: any ``retrieval.VectorStore``): was the fact written, does the query at the
-failure turn rank it within top_k, does an older or contradicting entry come with it, and does it
-survive the injection budget? Every rank and distance is the store's own; when no embedding
-function can run, the retrieval check is reported as skipped — never guessed. A memory-store file
-is retrieved as its library does (``store_files``). ``LongTermStores.queried`` lists the stores
-in order; ``_check_store`` is the one place that picks the check for a store. Each check returns
-its verdict; nothing is mutated.
+The facts file is read by exact key and injected whole at every session start. A vector
+store (Chroma, Qdrant, LanceDB: any ``retrieval.VectorStore``): was the fact written, does the
+query at the failure turn rank it within top_k, does an older or contradicting entry come with
+it, and does it survive the injection budget? Every rank and distance is the store's own; when
+no embedding function can run, the retrieval check is reported as skipped — never guessed. A
+memory-store file is retrieved as its library does (``store_files``). ``LongTermStores.queried``
+lists the stores in order; ``_check_store`` is the one place that picks the check for a store.
+Each check returns its verdict; nothing is mutated.
 """
 
 from __future__ import annotations
