@@ -130,8 +130,8 @@ def _contradicting(fact: str, record: MemoryRecord, delivery: _Delivery) -> list
     """Delivered records that give another value for a field the fact states (same tenant,
     same person: ``memdiag.stores.memories.contradictions``), dated by the library's order when
     it keeps no dates."""
-    from memdiag.stores.chroma import Hit
     from memdiag.stores.memories import contradictions
+    from memdiag.stores.records import Hit
 
     if delivery.retrieved is False:
         return []

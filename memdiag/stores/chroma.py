@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.embeddings import embedding_function_name
-from memdiag.stores.records import CollectionData, MemoryRecord
+from memdiag.stores.records import CollectionData, Hit, MemoryRecord
 
 __all__ = [
     "ChromaStore",
@@ -69,18 +69,6 @@ class CollectionInfo:
             and self.legacy_space is not None
             and self.configured_space != self.legacy_space
         )
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One query result exactly as Chroma ranked it (rank is 1-based)."""
-
-    id: str
-    rank: int
-    distance: float
-    document: str | None
-    metadata: dict[str, Any]
-    collection: str | None = None
 
 
 def _failure(e: BaseException) -> bool:

@@ -32,14 +32,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import TENANT_KEYS, Layout, LayoutRead, ReadOptions, read_layout
-from memdiag.stores.records import CollectionData
-
-if TYPE_CHECKING:
-    from memdiag.stores.chroma import Hit
+from memdiag.stores.records import CollectionData, Hit
 
 TABLE_SUFFIX = ".lance"
 CREWAI_COLUMNS = frozenset({"id", "content", "scope", "categories_str", "metadata_str"})
@@ -205,7 +202,6 @@ class LanceStore:
         A scoped read (``--user-id`` ...) ranks the whole table and keeps that tenant's rows,
         so the k nearest are the tenant's own.
         """
-        from memdiag.stores.chroma import Hit
         from memdiag.stores.layouts import own_metadata, record_text
 
         info = self.collection_info(name)

@@ -23,14 +23,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
-from memdiag.stores.records import CollectionData
-
-if TYPE_CHECKING:
-    from memdiag.stores.chroma import Hit
+from memdiag.stores.records import CollectionData, Hit
 
 TEXT_KEYS = ("data", "memory", "text", "page_content", "document", "content")
 SPACES = {"Cosine": "cosine", "Euclid": "l2", "Dot": "ip", "Manhattan": "manhattan"}
@@ -207,7 +204,6 @@ class QdrantStore:
         """
         from qdrant_client import models
 
-        from memdiag.stores.chroma import Hit
         from memdiag.stores.layouts import own_metadata, record_text
 
         info = self.collection_info(name)

@@ -42,3 +42,16 @@ class CollectionData:
             MemoryRecord(i, d, m, None if emb is None else emb[n], self.name)
             for n, (i, d, m) in enumerate(rows)
         ]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One query result exactly as the store ranked it (rank is 1-based): Chroma's, Qdrant's,
+    LanceDB's, or a memory-store file's place in what its library returns."""
+
+    id: str
+    rank: int
+    distance: float
+    document: str | None
+    metadata: dict[str, Any]
+    collection: str | None = None

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from memdiag.stores.records import CollectionData, MemoryRecord
 
 if TYPE_CHECKING:
-    from memdiag.stores.chroma import Hit
     from memdiag.stores.layouts import LayoutRead
     from memdiag.stores.memories import Subjects
+    from memdiag.stores.records import Hit
 
 UserNames = Callable[[], Sequence[str]]  # the names the user gave in the transcript, on demand
 
