@@ -194,6 +194,12 @@ def test_agno_injects_every_memory_of_the_user() -> None:
         ("m3", "berlin", True)  # updated_at a second earlier
     ]
     assert "Paris" not in " ".join(ds[LISBON]["fixes"])  # Tom (user_id=tom) is not Mia
+    # the allergy is a strong fact: a memory-store file is no exact-key lookup either, and the
+    # fix names the store's own retrieval, not vector similarity
+    allergy = ds[ALLERGY]
+    assert "strong_fact_in_memory_store" in allergy["flags"]
+    assert "strong_fact_in_vector_store" not in allergy["flags"]
+    assert any("not only by Agno's add_memories_to_context" in f for f in allergy["fixes"])
 
 
 # --- the MCP memory server: the agent's own tool call ---------------------------------------------

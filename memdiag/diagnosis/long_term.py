@@ -128,14 +128,21 @@ def decide_long_term(
     if chosen is not None and chosen.outcome is not None:
         out = chosen.outcome
         if strong:
+            # a memory-store file is searched by its library's rule, a vector store by
+            # similarity: neither is the exact key lookup a zero-tolerance fact needs
+            by_file = chosen.memory is not None and chosen.found is None
+            how = chosen.memory.retrieved_by if by_file else "vector similarity"  # type: ignore[union-attr]
             out = Outcome(
                 out.verdict,
                 (
                     *out.fixes,
                     "This is a strong fact (zero tolerance): keep it in the facts file and read "
-                    "it by exact key, not only by vector similarity.",
+                    f"it by exact key, not only by {how}.",
                 ),
-                (*out.flags, "strong_fact_in_vector_store"),
+                (
+                    *out.flags,
+                    "strong_fact_in_memory_store" if by_file else "strong_fact_in_vector_store",
+                ),
             )
         return out, details
     return (

@@ -26,6 +26,7 @@ LAYER_WORDS = {
 FLAG_WORDS = {
     "no_store_checked": "no long-term store was given to check",
     "strong_fact_in_vector_store": "a strong fact kept only in the vector store",
+    "strong_fact_in_memory_store": "a strong fact kept only in a memory store, not by exact key",
     "opaque_compaction": "the request was compacted by the provider (its content is opaque)",
     "conflict_in_context": "a conflicting value was in the window too",
 }
