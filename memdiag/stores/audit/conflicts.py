@@ -66,7 +66,7 @@ def superseded_findings(data: CollectionData, subjects: Sequence[SubjectValues])
                     SEVERITY["stale"],
                     unique_ids(data.ids[c.record] for c in older),
                     f"{s.shown}: {', '.join(repr(c.value) for c in older)} superseded by "
-                    f"{latest.value!r} ({fmt_time(latest.ts)}) but still retrievable; "
+                    f"{latest.value!r} ({fmt_time(latest.ts)}), still retrievable; "
                     "delete or mark superseded",
                     data.name,
                 )
