@@ -228,3 +228,42 @@ def test_what_was_said_after_the_compaction_is_in_context_verbatim(sessions: Pat
     assert d["verdict"] == "in_context"
     assert d["details"]["kept_by"] == "verbatim"
     assert d["evidence"][0]["id"] == "212245f4-0953-4348-a407-3715867dee85"
+
+
+def test_the_console_names_the_instructions_and_the_summarizer(sessions: Path) -> None:
+    out = invoke("replay", str(sessions / f"{MANUAL}.jsonl"))
+    flat = " ".join(out.stdout.split())
+    assert "trigger manual · 142431 tokens before → 4169 after (recounted)" in flat
+    assert "asked to: and continue with the reamining tasks" in flat
+    assert "summarized by agent-acompact-946d2b (its request: 139534 tokens reported)" in flat
+
+
+def _line(
+    n: int, kind: str, uuid: str, parent: str | None, content: list[Any], mid: str = ""
+) -> Any:
+    msg: dict[str, Any] = {"role": kind, "content": content}
+    if mid:
+        msg["id"] = mid
+    obj = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "message": msg}
+    return claude_chain.Line(n, obj)
+
+
+def test_only_a_reply_of_the_chain_and_results_of_its_calls_are_taken_back() -> None:
+    """The shape of the real files, reduced: a reply of two parallel calls (a1, a2) whose first
+    result (r1) hangs off a1; a rewound attempt (b1 and its result) and a second result for a
+    call already answered stay out."""
+    use = [{"type": "tool_use", "id": "t1"}]
+    lines = [
+        _line(1, "user", "u1", None, [{"type": "text", "text": "go"}]),
+        _line(2, "assistant", "b1", "u1", [{"type": "tool_use", "id": "t9"}], "m0"),
+        _line(3, "user", "rb", "b1", [{"type": "tool_result", "tool_use_id": "t9"}]),
+        _line(4, "assistant", "a1", "u1", use, "m1"),
+        _line(5, "assistant", "a2", "a1", [{"type": "tool_use", "id": "t2"}], "m1"),
+        _line(6, "user", "r1", "a1", [{"type": "tool_result", "tool_use_id": "t1"}]),
+        _line(7, "user", "r2", "a2", [{"type": "tool_result", "tool_use_id": "t2"}]),
+        _line(8, "user", "r1bis", "a1", [{"type": "tool_result", "tool_use_id": "t2"}]),
+        _line(9, "assistant", "a3", "r2", [{"type": "text", "text": "done"}], "m2"),
+    ]
+    path, off, missing = claude_chain.chain(lines)
+    assert [ln.uuid for ln in path] == ["u1", "a1", "a2", "r1", "r2", "a3"]
+    assert (off, missing) == (3, 0)
