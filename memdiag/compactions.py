@@ -125,6 +125,7 @@ class Compaction:
             "after_turn": self.after_turn,
             "session": self.session,
             "replaced": len(self.replaced),
+            **{k: self.meta[k] for k in ("instructions", "summarizer") if k in self.meta},
             "summary": self.summary,
             "kept": [s.to_dict() for s in self.kept],
             "dropped": [
@@ -167,7 +168,7 @@ def statements(messages: Sequence[Message]) -> list[Statement]:
     extractor = default_extractor()
     out: list[Statement] = []
     for m in messages:
-        if m.role != "user":
+        if m.role != "user" or m.metadata.get("injected"):  # a line the agent wrote in
             continue
         for sentence in _SENTENCE.split(m.content):
             s = sentence.strip()

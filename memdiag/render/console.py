@@ -223,6 +223,15 @@ def render_compactions(console: Console, report: ReplayReport) -> None:
         how = " (recounted)" if c.tokens_after_source == "recounted" else ""
         facts.append(f"{before} tokens before → {after} after{how}")
         facts.append(f"replaced {len(c.replaced)} messages (turns 1-{c.after_turn})")
+        if isinstance(c.meta.get("instructions"), str):  # `/compact <instructions>`
+            facts.append(f"asked to: {_clip(c.meta['instructions'])}")
+        summarizer = c.meta.get("summarizer")
+        if isinstance(summarizer, dict) and isinstance(summarizer.get("agent"), str):
+            size = summarizer.get("prompt_tokens")
+            facts.append(
+                f"summarized by {summarizer['agent']}"
+                + (f" (its request: {size} tokens reported)" if isinstance(size, int) else "")
+            )
         stated = len(c.kept) + len(c.dropped)
         facts.append(
             f"its summary kept {len(c.kept)} of the {stated} instructions and strong facts "
