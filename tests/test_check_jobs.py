@@ -13,6 +13,7 @@ import pytest
 
 from memdiag.checks import load_spec
 from memdiag.checks import run as run_mod
+from memdiag.threads import os_threads
 from tests.conftest import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(
@@ -69,7 +70,7 @@ def test_native_threads_count_too() -> None:
     """A thread threading does not know of (chromadb's, onnxruntime's) still means spawn."""
     import ctypes
 
-    before = run_mod._os_threads()
+    before = os_threads()
     assert before is not None and before >= 1
     # a thread started below the threading module, as a native library does: it runs libc's
     # pause() (a cancellation point), no Python code
@@ -78,7 +79,7 @@ def test_native_threads_count_too() -> None:
     routine = ctypes.cast(libc.pause, ctypes.c_void_p)
     assert libc.pthread_create(ctypes.byref(pthread_t), None, routine, None) == 0
     try:
-        assert run_mod._os_threads() == before + 1
+        assert os_threads() == before + 1
         spec = load_spec(FIXTURES / "checks.yaml")
         assert run_mod._worker_context(spec).get_start_method() == "spawn"
     finally:

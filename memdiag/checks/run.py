@@ -351,28 +351,13 @@ def _worker_context(spec: CheckSpec) -> BaseContext:
     """
     import multiprocessing
 
-    if _os_threads() == 1:
+    from memdiag.threads import os_threads
+
+    if os_threads() == 1:
         _warm_up(spec)
-        if _os_threads() == 1:  # warming up started no thread
+        if os_threads() == 1:  # warming up started no thread
             return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
-
-
-def _os_threads() -> int | None:
-    """Threads of this process as Linux counts them (None elsewhere).
-
-    Not ``threading.active_count()``: chromadb's and onnxruntime's native threads are
-    invisible to it, and a child forked while they hold a lock hangs on it.
-    """
-    import os
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return None
 
 
 def _warm_up(spec: CheckSpec) -> None:
