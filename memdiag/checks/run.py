@@ -28,6 +28,7 @@ from memdiag.errors import InputError, UsageError
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
+    from memdiag.recorder import RecordedReplay
     from memdiag.replay import ReplayContext
     from memdiag.stores.audit import AuditReport, Finding
     from memdiag.stores.open import LongTermStores
@@ -58,6 +59,8 @@ class CaseResult:
     expectations: int = 0
     # the case's replay context, kept when asked (the --html report replays from it)
     context: ReplayContext | None = field(default=None, compare=False, repr=False)
+    # with it, the case's replays of the whole transcript (the report shows them as they are)
+    replays: tuple[RecordedReplay, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
     exps = case.expectations
     transcript = None
     rctx: ReplayContext | None = None
+    recorded: list[RecordedReplay] = []
     stores: LongTermStores | None = None
     try:
         if any(e.kind in TRANSCRIPT_KINDS for e in exps):
@@ -133,7 +137,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
                 rctx = prepare(
                     transcript, case.settings, memory_tokens=memory_tokens, memory_text=memory_text
                 )
-                _check_replay(case, rctx, spec_path, out)
+                recorded = _check_replay(case, rctx, spec_path, out, record=keep_context)
             if needs_diagnosis:
                 _check_diagnoses(case, transcript, stores, spec_path, out)
         _check_facts_file(case, out)
@@ -152,6 +156,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
         failure_lines=[line for line, _ in ordered],
         expectations=len(exps),
         context=rctx if keep_context else None,
+        replays=tuple(recorded) if keep_context else (),
     )
 
 
@@ -167,14 +172,20 @@ def _turn(e: Expectation, transcript: Transcript, spec_path: str, default: int) 
     return turn
 
 
-def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome) -> None:
-    """kept/lost: one replay per (turn) for all facts checked at that turn."""
+def _check_replay(
+    case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome, record: bool = False
+) -> list[RecordedReplay]:
+    """kept/lost: one replay per (turn) for all facts checked at that turn.
+
+    ``record``: the replay to the last turn records its texts and is returned (for --html)."""
+    from memdiag.recorder import RecordedReplay, TextRecorder
     from memdiag.replay import replay
 
     t = rctx.transcript
     exps = [e for e in case.expectations if e.kind in REPLAY_KINDS]
+    recorded: list[RecordedReplay] = []
     if not exps:
-        return
+        return recorded
     strategy = case.settings.strategy
     by_turn: dict[int, list[Expectation]] = {}
     for e in exps:
@@ -182,7 +193,12 @@ def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome
     verdicts: dict[int, str | None] = {}  # expectation index → failure message
     for turn, group in by_turn.items():
         facts = list(dict.fromkeys(e.subject for e in group))
-        survival = {f.fact: f for f in replay(rctx, strategy, facts, until_turn=turn).facts}
+        recorder = TextRecorder(t) if record and turn == len(t.turns) else None
+        observe = recorder(strategy) if recorder is not None else None
+        res = replay(rctx, strategy, facts, until_turn=turn, observe=observe)
+        if recorder is not None:
+            recorded.append(RecordedReplay(res, recorder.texts(strategy)))
+        survival = {f.fact: f for f in res.facts}
         for e in group:
             verdicts[id(e)] = _judge_replay(e, survival[e.subject], turn)
     where = f"under {strategy} (budget {rctx.budget})"
@@ -192,6 +208,7 @@ def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome
             turn = e.at_turn if e.at_turn is not None else len(t.turns)
             what = f"{e.kind} {e.subject!r}" + (f" ({e.kept_by})" if e.kept_by else "")
             out.fail(e.line, f"{what} at turn {turn} {where}: {message}")
+    return recorded
 
 
 def _judge_replay(e: Expectation, s: FactSurvival, turn: int) -> str | None:
