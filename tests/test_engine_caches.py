@@ -259,3 +259,25 @@ def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path, monkeypatc
     n_reused, calls[:] = len(calls), []
     assert reused == check_document(spec, Settings(), plain)
     assert n_reused == len(calls) - 12  # the 12 last-turn cases' own replays were shown
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
+def test_a_pickled_context_replays_as_the_original(transcript, budget, facts):
+    """A worker's context crosses to the parent (check --jobs --html) with its counts and
+    evidence, not its encoding or caches: it replays, counts and finds evidence the same."""
+    import pickle
+
+    rctx = prepare(transcript, Settings(budget=budget), memory_tokens=7, memory_text="Mia")
+    for fact in facts:
+        rctx.evidence_of(fact)
+    rctx.remember_evidence("a semantic find", [0])
+    back = pickle.loads(pickle.dumps(rctx))
+    assert back.costs == tuple(rctx.costs) and back.units == rctx.units
+    assert (back.memory_tokens, back.memory_text) == (7, "Mia")
+    assert back.counter.encoding.name == rctx.counter.encoding.name
+    assert back.lexical()._evidence == rctx.lexical()._evidence
+    assert back.evidence_of("a semantic find") == (0,)
+    for name in ("sliding_window", "summary", "scratchpad"):
+        a, b = replay(rctx, name, facts), replay(back, name, facts)
+        assert (a.turns, a.facts, a.final) == (b.turns, b.facts, b.final)

@@ -7,6 +7,7 @@ run, in spec order.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -346,12 +347,16 @@ def _run_indexed(args: tuple[Case, str], keep_context: bool = False) -> CaseResu
     return run_case(*args, keep_context=keep_context)
 
 
-def _run_in_worker(args: tuple[Case, str]) -> tuple[CaseResult, list[str]]:
+def _run_in_worker(
+    args: tuple[Case, str], keep_context: bool = False
+) -> tuple[CaseResult, list[str]]:
     """A case in a worker process, and where it looked for the embedding model in vain (the
-    parent names a missing model once, as a serial run does)."""
+    parent names a missing model once, as a serial run does). ``keep_context``: the result
+    carries the case's context and replays back (pickled without the encoding or the run's
+    caches: ReplayContext.__reduce__), so the report need not count and search again."""
     from memdiag.stores.embeddings import take_model_misses
 
-    result = run_case(*args)
+    result = run_case(*args, keep_context=keep_context)
     return result, take_model_misses()
 
 
@@ -410,25 +415,32 @@ def run_checks(
 ) -> CheckReport:
     """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way.
 
-    ``progress(done)`` is called as cases finish (in order). ``keep_contexts``: a serial run's
-    results carry their replay contexts (worker processes do not send theirs back), up to
-    about KEPT_MESSAGES messages in all: a larger suite's report reads the rest again.
+    ``progress(done)`` is called as cases finish (in order). ``keep_contexts``: the results
+    carry their replay contexts (from worker processes too), up to about KEPT_MESSAGES
+    messages in all: a larger suite's report reads the rest again.
     """
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     work = [(c, spec.path) for c in spec.cases]
     workers = min(jobs, len(work))
     results: list[CaseResult] = []
+    room = KEPT_MESSAGES if keep_contexts else 0
+
+    def keep(result: CaseResult) -> CaseResult:
+        nonlocal room
+        if result.context is not None:
+            if room <= 0:  # past the bound (a worker kept it not knowing): the report reloads
+                return dataclasses.replace(result, context=None, replays=())
+            room -= len(result.context.transcript.messages)
+        return result
+
     if workers <= 1:
-        room = KEPT_MESSAGES if keep_contexts else 0
         for w in work:
-            results.append(_run_indexed(w, room > 0))
-            kept = results[-1].context
-            if kept is not None:
-                room -= len(kept.transcript.messages)
+            results.append(keep(_run_indexed(w, room > 0)))
             if progress is not None:
                 progress(len(results))
     else:
+        import functools
         from concurrent.futures import ProcessPoolExecutor
 
         ctx = _worker_context(spec)
@@ -440,8 +452,9 @@ def run_checks(
             # the first error reported is the one a serial run would have stopped at.
             from memdiag.stores.embeddings import note_model_miss
 
-            for result, misses in pool.map(_run_in_worker, work, chunksize=chunk):
-                results.append(result)
+            run = functools.partial(_run_in_worker, keep_context=keep_contexts)
+            for result, misses in pool.map(run, work, chunksize=chunk):
+                results.append(keep(result))
                 for tried in misses:
                     note_model_miss(tried)
                 if progress is not None:
