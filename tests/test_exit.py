@@ -99,3 +99,13 @@ def test_a_closed_pipe_exits_as_before(tmp_path: Path) -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0
     assert b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def test_under_a_profiler_the_exit_is_the_normal_one(tmp_path: Path) -> None:
+    """`python -m cProfile -o FILE -m memdiag ...` writes FILE after the program returns."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMDIAG_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "replay.prof"
+    cmd = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "memdiag", "replay"]
+    proc = subprocess.run([*cmd, str(FIXTURES / "allergy.jsonl")], env=env, cwd=ROOT)
+    assert proc.returncode == 0
+    assert out.stat().st_size > 0

@@ -250,7 +250,9 @@ def exit_now(code: int) -> NoReturn:
     the atexit handlers run (coverage, multiprocessing, logging), then stdout and stderr are
     flushed. Only from a process running one thread, native ones included (a library thread
     may still be writing), and not in Python's development mode; otherwise, or if a flush
-    fails (a closed pipe), the normal exit, which reports that as it always has.
+    fails (a closed pipe), the normal exit, which reports that as it always has. Under a
+    profiler, tracer or debugger (``python -m cProfile``, coverage, pdb) too: they write what
+    they found after the program returns.
     """
     import atexit
     import threading
@@ -261,6 +263,8 @@ def exit_now(code: int) -> NoReturn:
     if (
         run_exitfuncs is None
         or sys.flags.dev_mode
+        or sys.getprofile() is not None
+        or sys.gettrace() is not None
         or threading.active_count() != 1
         or os_threads() not in (None, 1)
     ):
