@@ -70,7 +70,7 @@ class FactTracker:
         self.kept = [False] * len(self.facts)
         self.first = True  # no turn evaluated yet
         self.line_terms = LineTerms()  # summary and pinned lines recur from turn to turn
-        self.fact_set = FactSet(self.facts)
+        self.fact_set: FactSet | None = None  # made when a summary or pins first appear
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -162,6 +162,8 @@ class FactTracker:
         """The facts that a summary or pinned text states (none when it is empty)."""
         if not text:
             return set()
+        if self.fact_set is None:
+            self.fact_set = FactSet(self.facts)
         return set(self.fact_set.stated_in(text, fold(text), self.line_terms))
 
     def results(self, final: WindowView) -> list[FactSurvival]:
