@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -486,8 +485,9 @@ def _check_rule(
 
 @lru_cache(maxsize=1)
 def _builtin() -> tuple[tuple[Rule, ...], tuple[tuple[str, FieldSpec], ...]]:
-    ref = resources.files("memdiag") / "data" / BUILTIN_RULES
-    with resources.as_file(ref) as path:
+    from memdiag.fileio import shipped_file
+
+    with shipped_file("data", BUILTIN_RULES) as path:
         rules, fields = load_rules(path, shipped=True)
     return tuple(rules), tuple(fields.items())
 

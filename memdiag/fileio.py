@@ -320,3 +320,20 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def shipped_file(*parts: str) -> Iterator[Path]:
+    """A data file shipped in the memdiag package (``shipped_file("data", "rules.yaml")``), as a
+    path. An installed package is a folder on disk: the file is there, found without
+    ``importlib.resources`` (whose readers import ``zipfile``, a few milliseconds of every
+    small run). A zipped package goes through ``importlib.resources`` and its temporary copy.
+    """
+    here = Path(__file__).resolve().parent.joinpath(*parts)
+    if here.is_file():
+        yield here
+        return
+    from importlib import resources
+
+    with resources.as_file(resources.files("memdiag").joinpath(*parts)) as path:
+        yield path

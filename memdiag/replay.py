@@ -137,6 +137,31 @@ class ReplayContext:
         """The same counts and evidence under another budget (for what-if searches)."""
         return dataclasses.replace(self, settings=self.settings.with_overrides(budget=budget))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (a `check --jobs` worker's context, for the --html report): the transcript,
+        its counts and the evidence found; not the run's caches (rebuilt on first use) nor
+        the encoding, which the receiving process loads itself, by name."""
+        counter = (self.counter.encoding_name, self.counter.overhead)
+        memory = (self.memory_tokens, self.memory_text)
+        found = (dict(self._evidence), set(self._remembered))
+        args = (self.transcript, self.settings, counter, tuple(self.costs), memory, *found)
+        return (_unpickled, args)
+
+
+def _unpickled(
+    transcript: Transcript,
+    settings: Settings,
+    counter: tuple[str, Any],
+    costs: tuple[int, ...],
+    memory: tuple[int, str],
+    evidence: dict[str, tuple[int, ...]],
+    remembered: set[str],
+) -> ReplayContext:
+    units = group_units(transcript, costs, settings)
+    return ReplayContext(
+        transcript, settings, TokenCounter(*counter), costs, units, *memory, evidence, remembered
+    )
+
 
 def prepare(
     transcript: Transcript,

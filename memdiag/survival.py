@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memdiag.facts import LineTerms, fold, match
+from memdiag.facts import FactSet, LineTerms, fold, match
 from memdiag.strategies.base import RunMemo, Strategy, WindowView
 from memdiag.transcript.model import Transcript
 
@@ -70,6 +70,7 @@ class FactTracker:
         self.kept = [False] * len(self.facts)
         self.first = True  # no turn evaluated yet
         self.line_terms = LineTerms()  # summary and pinned lines recur from turn to turn
+        self.fact_set: FactSet | None = None  # made when a summary or pins first appear
         # the injected profile is the same at every turn: a fact it states is always there
         self.in_memory = [
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
@@ -118,25 +119,20 @@ class FactTracker:
                 reason.setdefault(k, "summarized_away")
         if fit.summary_changed or fit.pinned_changed:
             view = strategy.view()
-            # each text folded once for all the facts (match would fold it once per fact)
-            summary = fold(view.summary) if fit.summary_changed else ""
-            pinned = fold(view.pinned) if fit.pinned_changed else ""
-            terms = self.line_terms
-            for k, fact in enumerate(self.facts):
+            # each text folded once, and each term of the facts looked for once (FactSet)
+            summary = self._stated(view.summary) if fit.summary_changed else set()
+            pinned = self._stated(view.pinned) if fit.pinned_changed else set()
+            for k in range(len(self.facts)):
                 if fit.summary_changed:
                     was = self.in_summary[k]
-                    self.in_summary[k] = bool(view.summary) and (
-                        match(fact, view.summary, folded=summary, terms=terms) is not None
-                    )
+                    self.in_summary[k] = k in summary
                     if was != self.in_summary[k]:
                         flipped.add(k)
                     if was and not self.in_summary[k]:
                         reason.setdefault(k, "summarized_away")
                 if fit.pinned_changed:
                     was = self.pinned[k]
-                    self.pinned[k] = bool(view.pinned) and (
-                        match(fact, view.pinned, folded=pinned, terms=terms) is not None
-                    )
+                    self.pinned[k] = k in pinned
                     if was != self.pinned[k]:
                         flipped.add(k)
                     if was and not self.pinned[k]:
@@ -161,6 +157,14 @@ class FactTracker:
                 st.lost_at_turn = turn
                 st.mechanism = mech
             self.kept[k] = kept
+
+    def _stated(self, text: str) -> set[int]:
+        """The facts that a summary or pinned text states (none when it is empty)."""
+        if not text:
+            return set()
+        if self.fact_set is None:
+            self.fact_set = FactSet(self.facts)
+        return set(self.fact_set.stated_in(text, fold(text), self.line_terms))
 
     def results(self, final: WindowView) -> list[FactSurvival]:
         for k, st in enumerate(self.state):

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from memdiag.errors import InputError, UsageError
@@ -170,8 +169,9 @@ def bundled_ranks(name: str) -> dict[bytes, int]:
                 return ranks
     from tiktoken.load import load_tiktoken_bpe
 
-    ranks_file = resources.files("memdiag") / "data" / "tiktoken" / f"{name}.tiktoken"
-    with resources.as_file(ranks_file) as rf:
+    from memdiag.fileio import shipped_file
+
+    with shipped_file("data", "tiktoken", f"{name}.tiktoken") as rf:
         ranks = load_tiktoken_bpe(str(rf), expected_hash=rank_hash)
     if path is not None:
         usercache.write_checked(path, rank_hash.encode(), marshal.dumps(ranks))

@@ -13,6 +13,7 @@ import pytest
 
 from memdiag.checks import load_spec
 from memdiag.checks import run as run_mod
+from memdiag.threads import os_threads
 from tests.conftest import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(
@@ -69,7 +70,7 @@ def test_native_threads_count_too() -> None:
     """A thread threading does not know of (chromadb's, onnxruntime's) still means spawn."""
     import ctypes
 
-    before = run_mod._os_threads()
+    before = os_threads()
     assert before is not None and before >= 1
     # a thread started below the threading module, as a native library does: it runs libc's
     # pause() (a cancellation point), no Python code
@@ -78,7 +79,7 @@ def test_native_threads_count_too() -> None:
     routine = ctypes.cast(libc.pause, ctypes.c_void_p)
     assert libc.pthread_create(ctypes.byref(pthread_t), None, routine, None) == 0
     try:
-        assert run_mod._os_threads() == before + 1
+        assert os_threads() == before + 1
         spec = load_spec(FIXTURES / "checks.yaml")
         assert run_mod._worker_context(spec).get_start_method() == "spawn"
     finally:
@@ -95,3 +96,60 @@ def test_warm_up_loads_the_encodings_and_starts_no_thread() -> None:
     run_mod._warm_up(spec)
     assert get_encoding.cache_info().currsize >= 1  # the cases' encoding is loaded
     assert threading.active_count() == before
+
+
+REPORT_SCRIPT = """
+import json, sys
+import memdiag.checks.run as r
+from memdiag.checks.run import check
+from memdiag.config import Settings
+from memdiag.render.report.checks import check_document
+spec = sys.argv[1]
+r.KEPT_MESSAGES = int(sys.argv[2])
+two = check(spec, Settings(), jobs=2, keep_contexts=True)
+plain = check(spec, Settings())
+same = check_document(spec, Settings(), two) == check_document(spec, Settings(), plain)
+print(json.dumps({
+    "contexts": sum(c.context is not None for c in two.cases),
+    "replays": sum(len(c.replays) for c in two.cases),
+    "cases": len(two.cases),
+    "same": same,
+}))
+"""
+
+
+@pytest.mark.parametrize("bound", [200_000, 1])
+def test_workers_send_their_contexts_back_for_the_report(tmp_path: Path, bound: int) -> None:
+    """check --jobs 2 --html: the workers' contexts and replays come back (pickled without the
+    encoding), up to KEPT_MESSAGES messages in all (past it the parent drops them and the
+    report reads the file again), and the report is the one built from nothing."""
+    import shutil
+
+    import yaml
+
+    for name in ("demo.jsonl", "allergy_zh.jsonl"):
+        shutil.copy(FIXTURES / name, tmp_path / name)
+    cases = [
+        {
+            "name": f"{name} {strategy}",
+            "transcript": name,
+            "strategy": {"name": strategy, "budget": 200},
+            "expect": [{"kept": "allergic to peanuts"}, {"lost": "花生过敏", "at_turn": 2}],
+        }
+        for name in ("demo.jsonl", "allergy_zh.jsonl")
+        for strategy in ("sliding_window", "summary", "scratchpad")
+    ]
+    spec = tmp_path / "checks.yaml"
+    spec.write_text(yaml.safe_dump({"version": 1, "cases": cases}, allow_unicode=True), "utf-8")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MEMDIAG_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run(
+        [sys.executable, "-c", REPORT_SCRIPT, str(spec), str(bound)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    kept = 6 if bound > 1 else 1  # the first context takes the whole room of 1
+    assert doc == {"contexts": kept, "replays": kept, "cases": 6, "same": True}

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from memdiag.config import Settings
 from memdiag.extract import default_extractor
-from memdiag.facts import TermIndex, fold, match
+from memdiag.facts import FactSet, TermIndex, fold, match
 from memdiag.replay import EVIDENCE_ROLES, prepare, replay
 from memdiag.strategies.base import RunMemo
 from memdiag.strategies.summarizers import ExtractiveSummarizer
@@ -96,6 +96,40 @@ def test_term_index_holding_is_substring_search(texts, term):
         assert index.holding(term) == tuple(n for n, t in enumerate(folded) if term in t)
 
 
+# facts that share terms with each other and with the texts, as a check's many facts do
+SIMILAR = st.sampled_from(
+    [
+        "allergic",
+        "peanuts",
+        "花生",
+        "过敏",
+        "Mia",
+        "window",
+        "seat",
+        "red-eye",
+        "🥜",
+        "<|endoftext|>",
+    ]
+)
+MANY_FACTS = st.lists(
+    FACTS | TEXT | st.text(max_size=20) | st.lists(SIMILAR, min_size=1, max_size=4).map(" ".join),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    MANY_FACTS,
+    st.lists(TEXT | st.text(max_size=40) | st.lists(SIMILAR, max_size=6).map(" ".join), max_size=6),
+)
+def test_a_fact_set_states_what_matching_every_fact_states(facts, texts):
+    facts_ = FactSet(facts)
+    for text in texts:
+        direct = [k for k, f in enumerate(facts) if match(f, text) is not None]
+        assert facts_.stated_in(text) == direct
+        assert facts_.stated_in(text, folded=fold(text)) == direct
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
 def test_a_report_from_the_commands_context_equals_a_fresh_one(transcript, budget, facts):
@@ -173,7 +207,7 @@ def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
         lines = [*lines[1:], data.draw(TEXT)]
 
 
-def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path):
+def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path, monkeypatch):
     """check --html replays from the contexts its serial run kept: the same document."""
     import shutil
     from pathlib import Path
@@ -181,6 +215,7 @@ def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path):
     import yaml
 
     from memdiag.checks.run import check
+    from memdiag.render.report import build
     from memdiag.render.report.checks import check_document
 
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"
@@ -197,9 +232,52 @@ def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path):
         for name in ("demo.jsonl", "allergy_zh.jsonl")
         for strategy in ("sliding_window", "summary")
     ]
+    # every expectation at the last turn: the case's own replay is the one the report shows
+    cases += [
+        {
+            "name": f"last turn {name} {strategy} {budget}",
+            "transcript": name,
+            "strategy": {"name": strategy, "budget": budget},
+            "expect": [{"kept": "allergic to peanuts"}, {"lost": "花生过敏"}, {"kept": "Mia"}],
+        }
+        for name in ("demo.jsonl", "allergy_zh.jsonl")
+        for strategy in ("sliding_window", "summary", "scratchpad")
+        for budget in (120, 300)
+    ]
     spec.write_text(yaml.safe_dump({"version": 1, "cases": cases}, allow_unicode=True), "utf-8")
     kept = check(spec, Settings(), keep_contexts=True)
     plain = check(spec, Settings())
     assert all(c.context is not None for c in kept.cases)
-    assert all(c.context is None for c in plain.cases)
-    assert check_document(spec, Settings(), kept) == check_document(spec, Settings(), plain)
+    assert all(c.context is None and not c.replays for c in plain.cases)
+    assert any(r.texts.summary or r.texts.pinned for c in kept.cases for r in c.replays)
+    calls: list[str] = []
+    real = build.replay
+    monkeypatch.setattr(
+        build, "replay", lambda rctx, name, *a, **k: calls.append(name) or real(rctx, name, *a, **k)
+    )
+    reused = check_document(spec, Settings(), kept)
+    n_reused, calls[:] = len(calls), []
+    assert reused == check_document(spec, Settings(), plain)
+    assert n_reused == len(calls) - 12  # the 12 last-turn cases' own replays were shown
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
+def test_a_pickled_context_replays_as_the_original(transcript, budget, facts):
+    """A worker's context crosses to the parent (check --jobs --html) with its counts and
+    evidence, not its encoding or caches: it replays, counts and finds evidence the same."""
+    import pickle
+
+    rctx = prepare(transcript, Settings(budget=budget), memory_tokens=7, memory_text="Mia")
+    for fact in facts:
+        rctx.evidence_of(fact)
+    rctx.remember_evidence("a semantic find", [0])
+    back = pickle.loads(pickle.dumps(rctx))
+    assert back.costs == tuple(rctx.costs) and back.units == rctx.units
+    assert (back.memory_tokens, back.memory_text) == (7, "Mia")
+    assert back.counter.encoding.name == rctx.counter.encoding.name
+    assert back.lexical()._evidence == rctx.lexical()._evidence
+    assert back.evidence_of("a semantic find") == (0,)
+    for name in ("sliding_window", "summary", "scratchpad"):
+        a, b = replay(rctx, name, facts), replay(back, name, facts)
+        assert (a.turns, a.facts, a.final) == (b.turns, b.facts, b.final)

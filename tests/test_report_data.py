@@ -32,6 +32,19 @@ def test_embedded_json_has_no_markup_characters_and_round_trips(text: str) -> No
     assert json.loads(out) == {"text": text, "list": [text]}
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from('<>&\u2028\u2029\\u003c"é花 ') | st.characters()))
+def test_embedded_json_escapes_as_one_translate_pass_would(text: str) -> None:
+    """The escapes are applied one by one (fast); the page must be what a single
+    str.translate of every character gives (the form the report has always had)."""
+    doc = {"text": text, "keys": {text: [text, 1]}}
+    plain = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    table = str.maketrans(
+        {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+    )
+    assert embed_json(doc) == plain.translate(table)
+
+
 def _doc(path=DEMO, strategy: str = "all", budget: int = 400, facts=()) -> tuple[Any, dict]:
     t = load(path)
     s = Settings().with_overrides(strategy=strategy, budget=budget)

@@ -41,10 +41,12 @@ def _entry(name: str) -> Path:
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
 def test_ranks_cached_once_then_read(name: str, cache: Path, monkeypatch: pytest.MonkeyPatch):
+    from importlib import resources
+
     from tiktoken.load import load_tiktoken_bpe
 
     expected = load_tiktoken_bpe(
-        str(tokens.resources.files("memdiag") / "data" / "tiktoken" / f"{name}.tiktoken"),
+        str(resources.files("memdiag") / "data" / "tiktoken" / f"{name}.tiktoken"),
         expected_hash=BUNDLED[name],
     )
     first = TokenCounter(name).count_many(TEXTS)
@@ -179,3 +181,14 @@ def test_marshal_payload_is_plain_data(cache: Path):
     assert payload is not None
     data = marshal.loads(payload)
     assert type(data) is dict and data["version"] == 1
+
+
+def test_a_shipped_file_is_the_package_data_importlib_resources_finds() -> None:
+    from importlib import resources
+
+    from memdiag.fileio import shipped_file
+
+    for parts in (("data", "rules.yaml"), ("data", "tiktoken", "cl100k_base.tiktoken")):
+        with shipped_file(*parts) as path:
+            data = path.read_bytes()
+        assert data == resources.files("memdiag").joinpath(*parts).read_bytes()

@@ -7,6 +7,7 @@ run, in spec order.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from memdiag.errors import InputError, UsageError
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
+    from memdiag.recorder import RecordedReplay
     from memdiag.replay import ReplayContext
     from memdiag.stores.audit import AuditReport, Finding
     from memdiag.stores.open import LongTermStores
@@ -58,6 +60,8 @@ class CaseResult:
     expectations: int = 0
     # the case's replay context, kept when asked (the --html report replays from it)
     context: ReplayContext | None = field(default=None, compare=False, repr=False)
+    # with it, the case's replays of the whole transcript (the report shows them as they are)
+    replays: tuple[RecordedReplay, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
     exps = case.expectations
     transcript = None
     rctx: ReplayContext | None = None
+    recorded: list[RecordedReplay] = []
     stores: LongTermStores | None = None
     try:
         if any(e.kind in TRANSCRIPT_KINDS for e in exps):
@@ -133,7 +138,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
                 rctx = prepare(
                     transcript, case.settings, memory_tokens=memory_tokens, memory_text=memory_text
                 )
-                _check_replay(case, rctx, spec_path, out)
+                recorded = _check_replay(case, rctx, spec_path, out, record=keep_context)
             if needs_diagnosis:
                 _check_diagnoses(case, transcript, stores, spec_path, out)
         _check_facts_file(case, out)
@@ -152,6 +157,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
         failure_lines=[line for line, _ in ordered],
         expectations=len(exps),
         context=rctx if keep_context else None,
+        replays=tuple(recorded) if keep_context else (),
     )
 
 
@@ -167,14 +173,20 @@ def _turn(e: Expectation, transcript: Transcript, spec_path: str, default: int) 
     return turn
 
 
-def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome) -> None:
-    """kept/lost: one replay per (turn) for all facts checked at that turn."""
+def _check_replay(
+    case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome, record: bool = False
+) -> list[RecordedReplay]:
+    """kept/lost: one replay per (turn) for all facts checked at that turn.
+
+    ``record``: the replay to the last turn records its texts and is returned (for --html)."""
+    from memdiag.recorder import RecordedReplay, TextRecorder
     from memdiag.replay import replay
 
     t = rctx.transcript
     exps = [e for e in case.expectations if e.kind in REPLAY_KINDS]
+    recorded: list[RecordedReplay] = []
     if not exps:
-        return
+        return recorded
     strategy = case.settings.strategy
     by_turn: dict[int, list[Expectation]] = {}
     for e in exps:
@@ -182,7 +194,12 @@ def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome
     verdicts: dict[int, str | None] = {}  # expectation index → failure message
     for turn, group in by_turn.items():
         facts = list(dict.fromkeys(e.subject for e in group))
-        survival = {f.fact: f for f in replay(rctx, strategy, facts, until_turn=turn).facts}
+        recorder = TextRecorder(t) if record and turn == len(t.turns) else None
+        observe = recorder(strategy) if recorder is not None else None
+        res = replay(rctx, strategy, facts, until_turn=turn, observe=observe)
+        if recorder is not None:
+            recorded.append(RecordedReplay(res, recorder.texts(strategy)))
+        survival = {f.fact: f for f in res.facts}
         for e in group:
             verdicts[id(e)] = _judge_replay(e, survival[e.subject], turn)
     where = f"under {strategy} (budget {rctx.budget})"
@@ -192,6 +209,7 @@ def _check_replay(case: Case, rctx: ReplayContext, spec_path: str, out: _Outcome
             turn = e.at_turn if e.at_turn is not None else len(t.turns)
             what = f"{e.kind} {e.subject!r}" + (f" ({e.kept_by})" if e.kept_by else "")
             out.fail(e.line, f"{what} at turn {turn} {where}: {message}")
+    return recorded
 
 
 def _judge_replay(e: Expectation, s: FactSurvival, turn: int) -> str | None:
@@ -329,12 +347,16 @@ def _run_indexed(args: tuple[Case, str], keep_context: bool = False) -> CaseResu
     return run_case(*args, keep_context=keep_context)
 
 
-def _run_in_worker(args: tuple[Case, str]) -> tuple[CaseResult, list[str]]:
+def _run_in_worker(
+    args: tuple[Case, str], keep_context: bool = False
+) -> tuple[CaseResult, list[str]]:
     """A case in a worker process, and where it looked for the embedding model in vain (the
-    parent names a missing model once, as a serial run does)."""
+    parent names a missing model once, as a serial run does). ``keep_context``: the result
+    carries the case's context and replays back (pickled without the encoding or the run's
+    caches: ReplayContext.__reduce__), so the report need not count and search again."""
     from memdiag.stores.embeddings import take_model_misses
 
-    result = run_case(*args)
+    result = run_case(*args, keep_context=keep_context)
     return result, take_model_misses()
 
 
@@ -351,28 +373,13 @@ def _worker_context(spec: CheckSpec) -> BaseContext:
     """
     import multiprocessing
 
-    if _os_threads() == 1:
+    from memdiag.threads import os_threads
+
+    if os_threads() == 1:
         _warm_up(spec)
-        if _os_threads() == 1:  # warming up started no thread
+        if os_threads() == 1:  # warming up started no thread
             return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
-
-
-def _os_threads() -> int | None:
-    """Threads of this process as Linux counts them (None elsewhere).
-
-    Not ``threading.active_count()``: chromadb's and onnxruntime's native threads are
-    invisible to it, and a child forked while they hold a lock hangs on it.
-    """
-    import os
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return None
 
 
 def _warm_up(spec: CheckSpec) -> None:
@@ -408,25 +415,32 @@ def run_checks(
 ) -> CheckReport:
     """Run every case; ``jobs > 1`` uses worker processes. Results are in spec order either way.
 
-    ``progress(done)`` is called as cases finish (in order). ``keep_contexts``: a serial run's
-    results carry their replay contexts (worker processes do not send theirs back), up to
-    about KEPT_MESSAGES messages in all: a larger suite's report reads the rest again.
+    ``progress(done)`` is called as cases finish (in order). ``keep_contexts``: the results
+    carry their replay contexts (from worker processes too), up to about KEPT_MESSAGES
+    messages in all: a larger suite's report reads the rest again.
     """
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     work = [(c, spec.path) for c in spec.cases]
     workers = min(jobs, len(work))
     results: list[CaseResult] = []
+    room = KEPT_MESSAGES if keep_contexts else 0
+
+    def keep(result: CaseResult) -> CaseResult:
+        nonlocal room
+        if result.context is not None:
+            if room <= 0:  # past the bound (a worker kept it not knowing): the report reloads
+                return dataclasses.replace(result, context=None, replays=())
+            room -= len(result.context.transcript.messages)
+        return result
+
     if workers <= 1:
-        room = KEPT_MESSAGES if keep_contexts else 0
         for w in work:
-            results.append(_run_indexed(w, room > 0))
-            kept = results[-1].context
-            if kept is not None:
-                room -= len(kept.transcript.messages)
+            results.append(keep(_run_indexed(w, room > 0)))
             if progress is not None:
                 progress(len(results))
     else:
+        import functools
         from concurrent.futures import ProcessPoolExecutor
 
         ctx = _worker_context(spec)
@@ -438,8 +452,9 @@ def run_checks(
             # the first error reported is the one a serial run would have stopped at.
             from memdiag.stores.embeddings import note_model_miss
 
-            for result, misses in pool.map(_run_in_worker, work, chunksize=chunk):
-                results.append(result)
+            run = functools.partial(_run_in_worker, keep_context=keep_contexts)
+            for result, misses in pool.map(run, work, chunksize=chunk):
+                results.append(keep(result))
                 for tried in misses:
                     note_model_miss(tried)
                 if progress is not None:

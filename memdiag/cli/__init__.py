@@ -36,6 +36,7 @@ from memdiag.cli.options import (
 )
 from memdiag.cli.runtime import (
     errors,
+    exit_now,
     fail_on_choices,
     html_target,
     load_transcript,
@@ -512,11 +513,19 @@ app.command("fetch-model", cls=MemdiagCommand, epilog=fetch_model.EPILOG)(fetch_
 
 def main() -> None:
     """The ``memdiag`` command. SIGTERM (a CI timeout, ``kill``) exits as Ctrl-C does, through
-    every cleanup: a store's temporary copy is removed, a half-written output never lands."""
+    every cleanup: a store's temporary copy is removed, a half-written output never lands.
+    A finished run ends without the interpreter's teardown where that is safe (``exit_now``)."""
     import signal
 
     def _terminated(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _terminated)
-    app()
+    try:
+        app()  # Typer's standalone mode ends in SystemExit
+        code: object = 0
+    except SystemExit as exc:
+        code = 0 if exc.code is None else exc.code
+    if not isinstance(code, int):  # a message: the normal exit prints it (exit 1)
+        raise SystemExit(code)
+    exit_now(code)

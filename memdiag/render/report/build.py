@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memdiag.config import Settings
-from memdiag.render.report.data import TextRecorder, document, run_data
+from memdiag.recorder import RecordedReplay, TextRecorder
+from memdiag.render.report.data import document, run_data
 from memdiag.replay import (
     ReplayContext,
     ReplayReport,
@@ -43,6 +44,7 @@ def replay_for_report(
     evidence: Mapping[str, Sequence[int]] | None = None,
     memory: tuple[str, int] = ("", 0),
     context: ReplayContext | None = None,
+    replays: Sequence[RecordedReplay] = (),
 ) -> tuple[ReplayReport, TextRecorder]:
     """Replay every strategy (``observed`` too when recorded) tracking ``facts``.
 
@@ -50,6 +52,8 @@ def replay_for_report(
     diagnosis found them semantically, or a benchmark named them). ``context``: the replay
     context the command already prepared for the same transcript, settings and memory; its
     counts, term index and extractions are reused (docs/engine.md), with evidence of its own.
+    ``replays``: replays the command already ran on that context (a check's, of the whole
+    transcript with its texts recorded); one that tracked exactly ``facts`` is shown as it is.
     """
     same = (
         context is not None
@@ -68,7 +72,15 @@ def replay_for_report(
     names = strategy_names("all")
     if getattr(transcript, "windows", None) and "observed" not in names:
         names.append("observed")  # the recorded requests of a trace: one more column
-    results = [replay(rctx, name, facts, observe=recorder(name)) for name in names]
+    reusable = same and not evidence  # evidence given here would change what a replay finds
+    done = {r.result.name: r for r in replays if reusable and _covers(r, facts, rctx)}
+    results = []
+    for name in names:
+        if name in done:  # the same replay, run by the command with the same observer
+            recorder.adopt(name, done[name].texts)
+            results.append(done[name].result)
+        else:
+            results.append(replay(rctx, name, facts, observe=recorder(name)))
     recorded = any(ev.meta for ev in transcript.summaries)
     report = ReplayReport(
         transcript,
@@ -81,6 +93,19 @@ def replay_for_report(
         compactions=recorded_compactions(rctx) if recorded else (),
     )
     return report, recorder
+
+
+def _covers(recorded: RecordedReplay, facts: Sequence[str], rctx: ReplayContext) -> bool:
+    """Whether ``recorded`` is the replay the report would run: every turn, the same facts,
+    the same budget. (A check's replay finds its evidence by the facts' words, as the report's
+    ``lexical()`` context does; nothing it replays remembers semantic evidence.)"""
+    res = recorded.result
+    return (
+        [f.fact for f in res.facts] == list(facts)
+        and res.budget == rctx.budget
+        and len(res.turns) == len(rctx.transcript.turns)
+        and (not res.turns or res.turns[0].turn == 1)
+    )
 
 
 def cause_of(report: ReplayReport, strategy: str, fact_index: int, turn: int) -> tuple[Any, Any]:

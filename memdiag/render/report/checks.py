@@ -7,6 +7,7 @@ say which expectations failed (by spec line).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from memdiag.checks import CheckReport
     from memdiag.checks.spec import Case, Expectation
     from memdiag.config import Settings
+    from memdiag.recorder import RecordedReplay
     from memdiag.replay import ReplayContext
     from memdiag.transcript.model import Transcript
 
@@ -43,9 +45,14 @@ def _targets(e: Expectation, t: Transcript) -> list[tuple[str, int]]:
 
 
 def _case_run(
-    case: Case, failures: dict[int, list[str]], name: str, context: ReplayContext | None = None
+    case: Case,
+    failures: dict[int, list[str]],
+    name: str,
+    context: ReplayContext | None = None,
+    recorded: Sequence[RecordedReplay] = (),
 ) -> dict[str, Any] | None:
-    """``context``: the replay context the case ran with (its transcript and counts reused)."""
+    """``context``: the replay context the case ran with (its transcript and counts reused);
+    ``recorded``: the case's replays of the whole transcript (shown, not run again)."""
     from memdiag.checks.spec import TRANSCRIPT_KINDS
     from memdiag.stores.open import profile_memory
     from memdiag.transcript import load
@@ -62,7 +69,9 @@ def _case_run(
     facts = list(dict.fromkeys(fact for _, targets in plan for fact, _ in targets))
     settings: Settings = case.settings
     memory = profile_memory(settings)
-    report, recorder = replay_for_report(t, settings, facts, memory=memory, context=context)
+    report, recorder = replay_for_report(
+        t, settings, facts, memory=memory, context=context, replays=recorded
+    )
     cards = []
     for e, targets in plan:
         for fact, turn in targets:
@@ -103,7 +112,7 @@ def check_document(spec_path: str | Path, base: Settings, result: CheckReport) -
         failures: dict[int, list[str]] = {}
         for line, text in zip(res.failure_lines, res.failures, strict=True):
             failures.setdefault(line, []).append(text)
-        run = _case_run(case, failures, case.name, res.context)
+        run = _case_run(case, failures, case.name, res.context, res.replays)
         cases.append(
             {
                 "name": res.name,

@@ -16,62 +16,18 @@ check results become cards that point at turns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memdiag import __version__
-from memdiag.facts import match
+from memdiag.facts import FactSet
+from memdiag.recorder import TextRecorder, WindowTexts
 from memdiag.replay import ReplayReport, StrategyReplay
-from memdiag.strategies.base import Fit, Strategy
 from memdiag.transcript.model import Message, Transcript
 
 SECTIONS = ("system", "scratchpad", "summary", "memories", "messages")
+__all__ = ["TextRecorder", "document", "report_costs", "run_data"]
 FORMAT_VERSION = 1
-
-
-@dataclass
-class _Texts:
-    """Summary and pinned text of one strategy, recorded at the turns where they changed."""
-
-    summary: list[tuple[int, str]] = field(default_factory=list)
-    pinned: list[tuple[int, str]] = field(default_factory=list)
-
-
-class TextRecorder:
-    """Observers for :func:`memdiag.replay.run`: the summary and pinned text of each strategy.
-
-    ``strategy.view()`` costs O(window), so it is only taken when the fit says the summary or
-    the pins changed, or at a session start (a reset empties both without saying so).
-    """
-
-    def __init__(self, transcript: Transcript) -> None:
-        self.turn_sessions = [t.session for t in transcript.turns]
-        self.by_strategy: dict[str, _Texts] = {}
-
-    def __call__(self, name: str) -> Callable[[int, Strategy, Fit], None]:
-        texts = self.by_strategy.setdefault(name, _Texts())
-        state: dict[str, Any] = {"summary": "", "pinned": "", "session": None}
-        sessions = self.turn_sessions
-
-        def observe(turn: int, strategy: Strategy, fit: Fit) -> None:
-            session = sessions[turn - 1]
-            new_session = session != state["session"]
-            state["session"] = session
-            if not (fit.summary_changed or fit.pinned_changed or new_session):
-                return
-            view = strategy.view()
-            if view.summary != state["summary"]:
-                texts.summary.append((turn, view.summary))
-                state["summary"] = view.summary
-            if view.pinned != state["pinned"]:
-                texts.pinned.append((turn, view.pinned))
-                state["pinned"] = view.pinned
-
-        return observe
-
-    def texts(self, name: str) -> _Texts:
-        return self.by_strategy.get(name, _Texts())
 
 
 class _Lines:
@@ -79,6 +35,7 @@ class _Lines:
 
     def __init__(self, facts: Sequence[str]) -> None:
         self.facts = facts
+        self.stated = FactSet(facts)
         self.lines: list[str] = []
         self.index: dict[str, int] = {}
         self.holds: list[list[int]] = []  # per line: the tracked facts it states
@@ -90,11 +47,15 @@ class _Lines:
             if k is None:
                 k = self.index[line] = len(self.lines)
                 self.lines.append(line)
-                self.holds.append(
-                    [i for i, f in enumerate(self.facts) if line.strip() and match(f, line)]
-                )
+                self.holds.append(self._holding(line))
             out.append(k)
         return out
+
+    def _holding(self, line: str) -> list[int]:
+        """The tracked facts that ``line`` states."""
+        if not line.strip():
+            return []
+        return self.stated.stated_in(line)
 
 
 def _compact(values: Sequence[int]) -> int | list[int]:
@@ -117,7 +78,7 @@ def _message_text(m: Message) -> str:
 def _strategy(
     res: StrategyReplay,
     pos: Mapping[str, int],
-    texts: _Texts,
+    texts: WindowTexts,
     lines: _Lines,
 ) -> dict[str, Any]:
     turns = res.turns

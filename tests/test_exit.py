@@ -1,0 +1,111 @@
+"""How the `memdiag` command ends (memdiag.cli.runtime.exit_now): a finished single-threaded
+run skips the interpreter's teardown, yet its output, exit code and atexit handlers are those
+of a normal exit; with another thread alive it exits normally (the thread is waited for)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import FIXTURES, ROOT
+
+# runs `memdiag ARGS...` through main(), recording whether os._exit ended it
+SCRIPT = """
+import atexit, os, sys, threading, time
+marks = sys.argv.pop(1)
+def mark(what):
+    with open(marks, "a") as f:
+        f.write(what + "\\n")
+atexit.register(mark, "atexit")
+real_exit = os._exit
+def fast(code):
+    mark(f"os._exit {code}")
+    real_exit(code)
+os._exit = fast
+if sys.argv[1] == "--thread":
+    sys.argv.pop(1)
+    def late():
+        time.sleep(1.5)  # past the end of the run
+        mark("thread finished")
+    threading.Thread(target=late).start()
+from memdiag.cli import main
+sys.argv[0] = "memdiag"
+main()
+"""
+
+
+def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    marks = tmp_path / "marks.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMDIAG_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("PYTHONDEVMODE", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(marks), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    lines = marks.read_text().splitlines() if marks.exists() else []
+    return proc, lines
+
+
+def test_a_finished_run_ends_at_once_with_its_whole_output_and_atexit(tmp_path: Path) -> None:
+    proc, marks = _run(tmp_path, "replay", str(FIXTURES / "allergy.jsonl"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)  # all of it was flushed
+    assert doc["transcript"].endswith("allergy.jsonl")
+    assert marks == ["atexit", "os._exit 0"]  # the handlers ran first, once
+
+
+def test_the_exit_code_of_a_refused_input_is_kept(tmp_path: Path) -> None:
+    proc, marks = _run(tmp_path, "replay", str(tmp_path / "missing.jsonl"))
+    assert proc.returncode == 2
+    assert "no such file" in proc.stderr  # stderr flushed before the end
+    assert marks == ["atexit", "os._exit 2"]
+
+
+def test_a_usage_error_from_typer_keeps_its_code(tmp_path: Path) -> None:
+    proc, marks = _run(tmp_path, "replay", "--no-such-flag")
+    assert proc.returncode == 2
+    assert "No such option" in proc.stderr
+    assert marks[-1] == "os._exit 2"
+
+
+def test_with_another_thread_alive_the_exit_is_the_normal_one(tmp_path: Path) -> None:
+    proc, marks = _run(tmp_path, "--thread", "replay", str(FIXTURES / "allergy.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    assert "thread finished" in marks  # a normal exit waits for a non-daemon thread
+    assert not any(m.startswith("os._exit") for m in marks)
+    assert marks.count("atexit") == 1
+
+
+def test_a_closed_pipe_exits_as_before(tmp_path: Path) -> None:
+    """`memdiag replay x | head -c 1`: the command's own code, nothing on stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMDIAG_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "memdiag", "replay", str(FIXTURES / "allergy.jsonl")]
+    proc = subprocess.Popen(
+        [*cmd, "--format", "json", "--show", "all"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(1)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def test_under_a_profiler_the_exit_is_the_normal_one(tmp_path: Path) -> None:
+    """`python -m cProfile -o FILE -m memdiag ...` writes FILE after the program returns."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMDIAG_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "replay.prof"
+    cmd = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "memdiag", "replay"]
+    proc = subprocess.run([*cmd, str(FIXTURES / "allergy.jsonl")], env=env, cwd=ROOT)
+    assert proc.returncode == 0
+    assert out.stat().st_size > 0
