@@ -27,23 +27,12 @@ INJECTED = {
     "<task-notification>": "task-notification",
     "[Request interrupted by user": "interruption",
 }
-SKILL = "Base directory for this skill:"
 
 
 def injected_kind(text: str) -> str | None:
     """The kind of a user line Claude Code wrote into the conversation, or None (the user's)."""
     head = text.lstrip()
     return next((v for k, v in INJECTED.items() if head.startswith(k)), None)
-
-
-def meta_kind(text: str) -> str:
-    """What an `isMeta` line (sent to the model, hidden from the user) holds."""
-    head = text.lstrip()
-    if head.startswith(SKILL):
-        return "skill"
-    if head.startswith(COMMAND_WRAPPERS):
-        return "command"
-    return "meta"
 
 
 def user_text(obj: dict[str, Any]) -> str:

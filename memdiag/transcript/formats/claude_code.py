@@ -10,8 +10,12 @@ transcript:
 - `isSidechain` lines and `subagents/*.jsonl` (older versions: `agent-*.jsonl` beside the
   session) are other agents (`agentId`): listed, and read with `--agent ID`; without it the
   main conversation is read.
-- `isMeta` lines and command wrappers (`<command-name>`, `<local-command-stdout>`, ...) are
-  Claude Code's bookkeeping, not the user's words: they are left out.
+- `isMeta` lines (a skill's instructions, the local-command caveat) and command wrappers
+  (`<command-name>`, `<local-command-stdout>`, ...) are Claude Code's, not the user's words, but
+  it sends them: they are the `memories` section of the requests that follow (until a
+  compaction replaces them), never a message, a turn or a statement of the user.
+- `<task-notification>` and `[Request interrupted by user…]` user lines are kept as user
+  messages marked `injected`: in the window, part of the turn they arrive in, opening none.
 - One API reply is written over several `assistant` lines that share `message.id` (a text,
   then each `tool_use`): they are one assistant message, whose `usage` gives the real prompt
   size of its request (input + cache creation + cache read tokens).
@@ -22,8 +26,8 @@ transcript:
 - A `compact_boundary` system line (`compactMetadata.trigger`, `preTokens`, `postTokens`)
   followed by the `isCompactSummary` user line is a summary that replaced everything before
   it: a recorded `summary` event; the requests after it hold that summary and what came after.
-- Each reply is a request: the first and the last of each turn, and the first after a
-  compaction, are observed windows (docs/traces.md; ``session_dirs.kept_requests``).
+- Each reply is a request: the first and the last of each turn, and the last before and the
+  first after a compaction, are observed windows (docs/traces.md; ``session_dirs.kept_requests``).
 
 A directory (`~/.claude/projects/<project>/`) lists its sessions, newest first; `--session ID`
 reads one.
@@ -61,7 +65,7 @@ from memdiag.transcript.claude_lines import (
 )
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
-from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary
+from memdiag.transcript.model import RawItem, RawMessage, RawSession, RawSummary, opens_turn
 from memdiag.transcript.session_dirs import (
     head_records,
     kept_requests,
@@ -178,6 +182,9 @@ class _Build:
     boundary: Line | None = None
     summary: tuple[str, tuple[str, ...], dict[str, Any]] | None = None  # text, covers, meta
     context_start: int = 0  # index in messages where the current context begins
+    # what Claude Code sent since the context began that is no message of the conversation
+    # (`isMeta` lines: a skill's instructions; the command lines): the `memories` section
+    injected: list[Extra] = field(default_factory=list)
     windows: list[RawWindow] = field(default_factory=list)
     requests: list[tuple[int, bool, RawWindow]] = field(default_factory=list)
     turn: int = 0
@@ -185,7 +192,7 @@ class _Build:
     session: str | None = None
 
     def add(self, m: RawMessage) -> None:
-        if m.role == "user":
+        if opens_turn(m):
             self.turn += 1
         self.messages.append(m)
         self.out.append(m)
@@ -202,6 +209,7 @@ class _Build:
             self.compaction_summary(ln, user_text(obj))
             return
         if obj.get("isMeta"):
+            self.inject(user_text(obj))
             return
         blocks = blocks_of(content)
         texts: list[str] = []
@@ -235,6 +243,7 @@ class _Build:
         text = "\n".join(t for t in texts if t is not None)
         if not text.strip() or is_wrapper(text):
             self.compact_args(text)
+            self.inject(text)
             return
         injected = injected_kind(text)
         self.add(
@@ -247,6 +256,12 @@ class _Build:
                 metadata={"injected": injected} if injected else {},
             )
         )
+
+    def inject(self, text: str) -> None:
+        """A line Claude Code sends to the model that is not the conversation's: counted in the
+        requests that follow (until a compaction replaces it), never a turn nor your words."""
+        if text.strip():
+            self.injected.append(Extra("memories", text))
 
     def compact_args(self, text: str) -> None:
         """`/compact <instructions>`: Claude Code writes the command after the summary it asked
@@ -322,11 +337,11 @@ class _Build:
         """The request that produced ``reply`` held the context so far (the summary and what
         came after it, once compacted)."""
         ids = tuple(str(m.id) for m in self.messages[self.context_start : -1])
-        extra: tuple[Extra, ...] = ()
+        extra: tuple[Extra, ...] = tuple(self.injected)
         source = None
         if self.summary is not None:
             text, covers, meta = self.summary
-            extra = (Extra("summary", text, covers=covers),)
+            extra = (Extra("summary", text, covers=covers), *extra)
             source = f"compact_boundary at line {meta.get('line')}"
         model = reply.metadata.get("model")
         window = RawWindow(
@@ -373,6 +388,7 @@ class _Build:
         self.boundary = None
         self.summary = (text, covers, meta)
         self.context_start = len(self.messages)
+        self.injected = []
         self.compacted = True
         through = str(self.messages[-1].id) if self.messages else None
         self.out.append(RawSummary(text, replaces_through=through, line=ln.line, meta=meta))
@@ -477,7 +493,7 @@ def _read_agent(
                 b.assistant(ln, msg)
         except PathError as exc:
             reject(source, skip_invalid, exc, ln.line)
-    b.out.extend(kept_requests(b.requests))
+    b.out.extend(kept_requests(b.requests, before_compaction=True))
     yield from b.out
 
 
