@@ -331,3 +331,14 @@ def test_what_claude_code_sends_beside_the_conversation_is_counted(sessions: Pat
         (1492, 5934, 45263),
         (2380, 47560, 102168),
     ]
+    auto = load(sessions / f"{AUTO}.jsonl")
+    calls = {c.before: c for c in call_tokens(auto, TokenCounter("o200k_base"))}
+    got = [(w.line, calls[w.before_id].recounted, w.prompt_tokens) for w in auto.windows]
+    # the last request before the auto-compaction (mid-turn) is kept too
+    assert got == [
+        (6, 12, 25882),
+        (1244, 109598, 166759),
+        (1261, 3464, 33960),
+        (1852, 33813, 77273),
+        (1859, 33872, 77334),
+    ]
