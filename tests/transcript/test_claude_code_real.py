@@ -151,6 +151,24 @@ def test_at_a_turn_is_the_users_typed_prompt(sessions: Path) -> None:
     assert out.exit_code == 2 and "--at 3: the transcript has turns 1..2" in out.output
 
 
+def test_convert_keeps_the_turns_and_what_was_sent(sessions: Path, tmp_path: Path) -> None:
+    """The canonical file keeps `injected` on its messages and the memories on its windows: the
+    same turns, the same recount."""
+    from memdiag.strategies.observed import call_tokens
+    from memdiag.tokens import TokenCounter
+
+    counter = TokenCounter("o200k_base")
+    for sid in (AUTO, MANUAL):
+        out = tmp_path / f"{sid}.canonical.jsonl"
+        invoke("convert", str(sessions / f"{sid}.jsonl"), "-o", str(out))
+        a, b = load(sessions / f"{sid}.jsonl"), load(out)
+        assert [(m.id, m.turn) for m in a.messages] == [(m.id, m.turn) for m in b.messages]
+        assert [x.user_index for x in a.turns] == [x.user_index for x in b.turns]
+        assert [c.recounted for c in call_tokens(a, counter)] == [
+            c.recounted for c in call_tokens(b, counter)
+        ]
+
+
 def test_the_real_compactions_line_time_trigger_sizes_and_summarizer(sessions: Path) -> None:
     out = invoke("replay", str(sessions / f"{MANUAL}.jsonl"), "--format", "json")
     (c,) = json.loads(out.stdout)["compactions"]
