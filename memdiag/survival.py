@@ -13,7 +13,7 @@ from typing import Protocol
 
 from memdiag.facts import FactSet, LineTerms, fold, match
 from memdiag.strategies.base import RunMemo, Strategy, WindowView
-from memdiag.transcript.model import Transcript
+from memdiag.transcript.model import Transcript, opens_turn
 
 
 class Facts(Protocol):
@@ -195,7 +195,7 @@ def auto_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]
     ex = default_extractor() if memo is None else memo.extractor(None)
     seen: dict[str, None] = {}
     for m in transcript.messages:
-        if m.role != "user":
+        if not opens_turn(m):  # the human's messages (not a line the agent wrote in)
             continue
         for x in ex.extract(m.content):
             if not x.strong:

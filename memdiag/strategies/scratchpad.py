@@ -27,7 +27,7 @@ from memdiag.strategies.base import (
     WindowView,
     min_turn_for,
 )
-from memdiag.transcript.model import SummaryEvent
+from memdiag.transcript.model import SummaryEvent, opens_turn
 
 if TYPE_CHECKING:
     from memdiag.config import ScratchpadSettings
@@ -86,7 +86,7 @@ class Scratchpad:
     def add(self, unit: Unit) -> None:
         for i in unit.indices:
             m = self.ctx.message(i)
-            if m.role == "user":
+            if opens_turn(m):  # what the human stated, not a line the agent wrote in
                 for e in self.extractor.extract(m.content):
                     self._set(e.field, e.value, e.strong, m.id)
         self.queue.append(unit)

@@ -29,7 +29,9 @@ class Message:
     role: str  # system | user | assistant | tool
     content: str  # the text that is sent to the model (text blocks joined)
     session: str
-    turn: int  # global turn this message belongs to (0: before the first user message)
+    # global turn this message belongs to (0: before the first user message); a user message
+    # the agent wrote in (metadata ``injected``) belongs to the turn it arrives in
+    turn: int
     session_turn: int  # turn number inside its session (0: before its first user message)
     line: int = 0  # source line (1-based) or element number, for error messages
     ts: str | None = None
@@ -61,7 +63,7 @@ class SummaryEvent:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One user message and what answers it."""
+    """One message of the human (a user message not ``injected``) and what answers it."""
 
     number: int  # 1.. across the transcript
     session: str
@@ -194,6 +196,13 @@ RawItem = RawMessage | RawSession | RawSummary | Probe | ReadProblem | RawWindow
 DEFAULT_SESSION = "s1"
 
 
+def opens_turn(m: RawMessage | Message) -> bool:
+    """Turns are the human's (docs/reference.md#concepts): a user message opens one, unless the
+    agent wrote it in (metadata ``injected``: a background task's notification, an
+    interruption marker); that one stays in the window, part of the turn it arrives in."""
+    return m.role == "user" and not m.metadata.get("injected")
+
+
 def build(
     items: Iterable[RawItem],
     *,
@@ -272,7 +281,7 @@ def build(
         if mid in seen_ids:
             raise InputError(f"duplicate message id {mid!r}", path=path, line=item.line)
         seen_ids.add(mid)
-        if item.role == "user":
+        if opens_turn(item):
             if turns:
                 turns[-1] = _close(turns[-1], index)
             turn += 1

@@ -63,10 +63,14 @@ def head_records(f: Path, lines: int = 50) -> list[object]:
     return out
 
 
-def kept_requests(requests: list[tuple[int, bool, RawWindow]]) -> list[RawWindow]:
+def kept_requests(
+    requests: list[tuple[int, bool, RawWindow]], before_compaction: bool = False
+) -> list[RawWindow]:
     """The observed windows worth keeping of a session's requests ``(turn, after_compaction,
     window)``: the first and the last request of each turn (the window the turn started with,
-    and the one that produced its final reply) and the first request after each compaction.
+    and the one that produced its final reply) and the first request after each compaction
+    (with ``before_compaction``, the last one before it too: the window it replaced, when a
+    compaction falls inside a turn).
 
     A coding agent makes tens of requests per turn (each tool call is one), and each window
     lists every message in it: keeping them all would make a long session's transcript
@@ -80,6 +84,8 @@ def kept_requests(requests: list[tuple[int, bool, RawWindow]]) -> list[RawWindow
         last[turn] = k
         if after:
             keep.add(k)
+            if before_compaction and k:
+                keep.add(k - 1)
     keep.update(first.values())
     keep.update(last.values())
     return [w for k, (_, _, w) in enumerate(requests) if k in keep]

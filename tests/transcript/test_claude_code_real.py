@@ -124,6 +124,49 @@ def test_turns_are_the_users_prompts_and_injected_lines_are_marked(sessions: Pat
         None,
     ]
     assert [users[0].content, users[-1].content] == ["Implement spotter-gqc", "did you push?"]
+    # the two prompts typed are the two turns; the interruption marker and the two task
+    # notifications are messages of the turn they arrive in (all of turn 1 here)
+    assert [auto.messages[x.user_index].content for x in auto.turns] == [
+        "Implement spotter-gqc",
+        "did you push?",
+    ]
+    assert [(m.line, m.turn) for m in users if m.metadata.get("injected")] == [
+        (495, 1),
+        (496, 1),
+        (1847, 1),
+    ]
+
+
+def test_at_a_turn_is_the_users_typed_prompt(sessions: Path) -> None:
+    """`--at 2` is the second prompt typed ("did you push?"), not a task notification; there is
+    no turn 3 (the session had 5 "turns" when notifications opened them)."""
+    d = diagnosis(sessions / f"{AUTO}.jsonl", "did you push", 2)
+    assert d["verdict"] == "in_context"
+    assert d["evidence"][0]["id"] == next(
+        m.id for m in load(sessions / f"{AUTO}.jsonl").messages if m.line == 1858
+    )
+    out = runner.invoke(
+        app, ["diagnose", str(sessions / f"{AUTO}.jsonl"), "--fact", "x", "--at", "3"]
+    )
+    assert out.exit_code == 2 and "--at 3: the transcript has turns 1..2" in out.output
+
+
+def test_convert_keeps_the_turns_and_what_was_sent(sessions: Path, tmp_path: Path) -> None:
+    """The canonical file keeps `injected` on its messages and the memories on its windows: the
+    same turns, the same recount."""
+    from memdiag.strategies.observed import call_tokens
+    from memdiag.tokens import TokenCounter
+
+    counter = TokenCounter("o200k_base")
+    for sid in (AUTO, MANUAL):
+        out = tmp_path / f"{sid}.canonical.jsonl"
+        invoke("convert", str(sessions / f"{sid}.jsonl"), "-o", str(out))
+        a, b = load(sessions / f"{sid}.jsonl"), load(out)
+        assert [(m.id, m.turn) for m in a.messages] == [(m.id, m.turn) for m in b.messages]
+        assert [x.user_index for x in a.turns] == [x.user_index for x in b.turns]
+        assert [c.recounted for c in call_tokens(a, counter)] == [
+            c.recounted for c in call_tokens(b, counter)
+        ]
 
 
 def test_the_real_compactions_line_time_trigger_sizes_and_summarizer(sessions: Path) -> None:
@@ -233,7 +276,7 @@ def test_what_was_said_after_the_compaction_is_in_context_verbatim(sessions: Pat
 def test_the_console_names_the_instructions_and_the_summarizer(sessions: Path) -> None:
     out = invoke("replay", str(sessions / f"{MANUAL}.jsonl"))
     flat = " ".join(out.stdout.split())
-    assert "trigger manual · 142431 tokens before → 4169 after (recounted)" in flat
+    assert "trigger manual · 142431 tokens before → 5934 after (recounted)" in flat
     assert "asked to: and continue with the reamining tasks" in flat
     assert "summarized by agent-acompact-946d2b (its request: 139534 tokens reported)" in flat
 
@@ -267,3 +310,53 @@ def test_only_a_reply_of_the_chain_and_results_of_its_calls_are_taken_back() -> 
     path, off, missing = claude_chain.chain(lines)
     assert [ln.uuid for ln in path] == ["u1", "a1", "a2", "r1", "r2", "a3"]
     assert (off, missing) == (3, 0)
+
+
+def test_what_claude_code_sends_beside_the_conversation_is_counted(sessions: Path) -> None:
+    """The skill body Claude Code loaded at line 102 (an `isMeta` line) and the /compact command
+    lines after the summary (its caveat, the command, its output with the PreCompact hook's
+    text) are sent to the model: the `memories` section of the requests after them, never a
+    message, a turn or a statement of the user's."""
+    t = load(sessions / f"{MANUAL}.jsonl")
+    by_line = {w.line: w for w in t.windows}
+    skill = [e.content for e in by_line[1473].extra if e.section == "memories"]
+    assert len(skill) == 1 and skill[0].startswith("Base directory for this skill:")
+    after = [e.content[:40] for e in by_line[1492].extra if e.section == "memories"]
+    assert [a.split(">")[0] for a in after] == [
+        "<local-command-caveat",
+        "<command-name",
+        "<local-command-stdout",
+    ]  # the compaction replaced the skill body
+    assert not any(m.content.startswith("Base directory for this skill") for m in t.messages)
+    out = invoke("replay", str(sessions / f"{MANUAL}.jsonl"), "--format", "json")
+    doc = json.loads(out.stdout)
+    # the user's statements the compaction kept or dropped: only what was typed
+    (c,) = doc["compactions"]
+    said = json.dumps([c["kept"], c["dropped"], [s["facts"] for s in doc["strategies"].values()]])
+    assert "Run bd show spotter-4te" in said
+    assert "Base directory" not in said and "Caveat" not in said and "PreCompact" not in said
+    # the recount against the provider's usage, request by request (o200k_base): the gap left
+    # is the system prompt and tool definitions (about 26 thousand tokens on the first request)
+    # and the tokenizer (docs/coding-agents.md)
+    from memdiag.strategies.observed import call_tokens
+    from memdiag.tokens import TokenCounter
+
+    calls = {c.before: c for c in call_tokens(t, TokenCounter("o200k_base"))}
+    got = [(w.line, calls[w.before_id].recounted, w.prompt_tokens) for w in t.windows]
+    assert got == [
+        (8, 45, 26010),
+        (1473, 69640, 141787),
+        (1492, 5934, 45263),
+        (2380, 47560, 102168),
+    ]
+    auto = load(sessions / f"{AUTO}.jsonl")
+    calls = {c.before: c for c in call_tokens(auto, TokenCounter("o200k_base"))}
+    got = [(w.line, calls[w.before_id].recounted, w.prompt_tokens) for w in auto.windows]
+    # the last request before the auto-compaction (mid-turn) is kept too
+    assert got == [
+        (6, 12, 25882),
+        (1244, 109598, 166759),
+        (1261, 3464, 33960),
+        (1852, 33813, 77273),
+        (1859, 33872, 77334),
+    ]
