@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
-from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
+from memdiag.strategies.base import Fit, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.survival import FactSurvival, FactTracker, tracked_facts
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
+from memdiag.turn_records import TurnRecords
 
 if TYPE_CHECKING:
     from memdiag.compactions import Compaction
@@ -30,28 +31,13 @@ if TYPE_CHECKING:
 
 Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
-SECTIONS = ("system", "scratchpad", "summary", "memories", "messages", "total")
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRecord:
-    turn: int
-    session: str
-    session_turn: int
-    tokens: dict[str, int]
-    entered: tuple[str, ...]
-    evicted: tuple[str, ...]
-    summarized: tuple[str, ...]
-    dropped_by_session: tuple[str, ...] = ()
-    pinned: tuple[PinChange, ...] = ()
-    overflow: bool = False
 
 
 @dataclass
 class StrategyReplay:
     name: str
     budget: int
-    turns: list[TurnRecord]
+    turns: TurnRecords  # compact columns; a sequence of TurnRecord for those who ask
     facts: list[FactSurvival]
     final: WindowView | None = None  # the window at the last evaluated turn
     calls: list[CallTokens] = field(default_factory=list)  # observed: every recorded request
@@ -223,7 +209,7 @@ def replay(
     summaries = t.summaries
     next_unit = 0
     next_summary = 0
-    records: list[TurnRecord] = []
+    records = TurnRecords(t.turns, msgs)
     session: str | None = None
     last = len(t.turns) if until_turn is None else min(until_turn, len(t.turns))
     sys_cursor = 0  # system messages are counted as they appear in the stream
@@ -239,6 +225,8 @@ def replay(
             next_summary += 1
         system_tokens = _system_tokens(rctx, start)
         sys_cursor = start
+    records.first = first
+    memory_tokens = rctx.memory_tokens
     for turn in t.turns[first:last]:
         dropped: list[int] = []
         if turn.session != session:
@@ -266,29 +254,26 @@ def replay(
             if msgs[sys_cursor].role == "system" and rctx.settings.keep_system:
                 system_tokens += rctx.costs[sys_cursor]
             sys_cursor += 1
-        fixed = system_tokens + rctx.memory_tokens + priming
+        fixed = system_tokens + memory_tokens + priming
         fit = strategy.fit(turn.number, fixed)
-        tokens = {
-            "system": system_tokens if fit.system_tokens is None else fit.system_tokens,
-            "scratchpad": fit.scratchpad_tokens,
-            "summary": fit.summary_tokens,
-            "memories": rctx.memory_tokens + fit.memory_tokens,
-            "messages": fit.message_tokens + priming,
-        }
-        tokens["total"] = sum(tokens.values())
+        shown = system_tokens if fit.system_tokens is None else fit.system_tokens
+        memories = memory_tokens + fit.memory_tokens
+        messages = fit.message_tokens + priming
         records.append(
-            TurnRecord(
-                turn=turn.number,
-                session=turn.session,
-                session_turn=turn.session_turn,
-                tokens=tokens,
-                entered=tuple(msgs[i].id for i in entered),
-                evicted=tuple(msgs[i].id for i in fit.evicted),
-                summarized=tuple(msgs[i].id for i in fit.summarized),
-                dropped_by_session=tuple(msgs[i].id for i in dropped),
-                pinned=tuple(fit.pins),
-                overflow=fit.overflow,
-            )
+            (
+                shown,
+                fit.scratchpad_tokens,
+                fit.summary_tokens,
+                memories,
+                messages,
+                shown + fit.scratchpad_tokens + fit.summary_tokens + memories + messages,
+            ),
+            entered,
+            fit.evicted,
+            fit.summarized,
+            dropped,
+            fit.pins,
+            fit.overflow,
         )
         if tracker.active:
             tracker.update(turn.number, strategy, fit, entered, dropped)

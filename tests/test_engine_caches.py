@@ -153,12 +153,11 @@ def test_unit_queue_evicts_as_popping_one_unit_at_a_time(units, fits):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(), st.integers(60, 400), st.sampled_from(["summary", "scratchpad"]))
 def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name):
-    from memdiag.render.jsonout import _turn_text, dumps, turn_json
+    from memdiag.render.jsonout import dumps, turn_json, turn_texts
 
     res = replay(prepare(transcript, Settings(budget=budget)), name, ["Mia"])
-    for r in res.turns:
-        expected = "        " + dumps(turn_json(r)).replace("\n", "\n        ")
-        assert _turn_text(r, " " * 8) == expected
+    expected = [("        " + dumps(turn_json(r)).replace("\n", "\n        ")) for r in res.turns]
+    assert "".join(turn_texts(res.turns, " " * 8)) == ",\n".join(expected)
 
 
 @settings(max_examples=150, deadline=None)
@@ -203,3 +202,57 @@ def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path):
     assert all(c.context is not None for c in kept.cases)
     assert all(c.context is None for c in plain.cases)
     assert check_document(spec, Settings(), kept) == check_document(spec, Settings(), plain)
+
+
+ROW = st.tuples(
+    st.lists(st.integers(0, 9), max_size=4),  # entered
+    st.lists(st.integers(0, 9), max_size=4),  # evicted
+    st.lists(st.integers(0, 9), max_size=4),  # summarized
+    st.lists(st.integers(0, 9), max_size=4),  # dropped at a session start
+    st.lists(st.integers(0, 10_000), min_size=5, max_size=5),  # tokens but the total
+    st.booleans(),  # a pin was set
+    st.booleans(),  # over budget
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(ROW, max_size=12), st.integers(0, 3))
+def test_turn_records_are_the_records_built_directly(rows, first):
+    """The compact columns give back exactly the records the engine used to build per turn,
+    and their totals (the table's) are those of the records."""
+    from memdiag.strategies.base import PinChange
+    from memdiag.transcript.model import Message, Turn
+    from memdiag.turn_records import SECTIONS, TurnRecord, TurnRecords
+
+    msgs = [Message(i, f"m{i}", "user", "x", "s", i, i) for i in range(10)]
+    turns = [Turn(n, f"s{n % 2}", n, n, n + 1) for n in range(1, first + len(rows) + 1)]
+    records = TurnRecords(turns, msgs, first)
+    expected = []
+    for k, (entered, evicted, summarized, dropped, tokens, pinned, over) in enumerate(rows):
+        pins = [PinChange("name", f"v{k}", None, "m1")] if pinned else []
+        row = (*tokens, sum(tokens))
+        records.append(row, entered, evicted, summarized, dropped, pins, over)
+        turn = turns[first + k]
+        expected.append(
+            TurnRecord(
+                turn.number,
+                turn.session,
+                turn.session_turn,
+                dict(zip(SECTIONS, row, strict=True)),
+                tuple(msgs[i].id for i in entered),
+                tuple(msgs[i].id for i in evicted),
+                tuple(msgs[i].id for i in summarized),
+                tuple(msgs[i].id for i in dropped),
+                tuple(pins),
+                over,
+            )
+        )
+    assert len(records) == len(expected) and list(records) == expected and records == expected
+    assert [records[k] for k in range(len(records))] == expected
+    assert list(records.column("total")) == [r.tokens["total"] for r in expected]
+    assert records.count(1) == sum(len(r.evicted) for r in expected)
+    assert records.count(2) == sum(len(r.summarized) for r in expected)
+    assert [records.changed(k) for k in range(len(records))] == [
+        bool(r.evicted or r.summarized or r.pinned or r.overflow or r.dropped_by_session)
+        for r in expected
+    ]
