@@ -126,6 +126,18 @@ def test_split_sentences_many_equals_one_by_one(texts):  # type: ignore[no-untyp
     assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
 
 
+# boundaries and what touches them: the plain pattern (texts without 。！？；) must split where
+# the full one does, whatever whitespace follows a full stop
+BOUNDARY_PIECES = ["a", "Mia", ".", "!", "?", "。", "？", "；", "！", " ", "\n", "\t", "\r"]
+BOUNDARY_PIECES += ["\u3000", "\xa0", "\u2028", "\x0b", "3.5", "e.g.x", "\n\n", ". \n"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(BOUNDARY_PIECES), max_size=10).map("".join), max_size=8))
+def test_split_sentences_many_at_every_boundary(texts):  # type: ignore[no-untyped-def]
+    assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
+
+
 def test_scores_of_known_sentences(summarizer: ExtractiveSummarizer) -> None:
     items = [
         ("user", "I'm allergic to peanuts, please remember that."),  # strong fact + constraint

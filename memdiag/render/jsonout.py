@@ -12,14 +12,15 @@ from dataclasses import asdict
 from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
 
-from memdiag.diagnosis.verdicts import Diagnosis
 from memdiag.replay import StrategyReplay
 from memdiag.strategies.observed import CallTokens
 from memdiag.survival import FactSurvival
 from memdiag.turn_records import SECTIONS, TurnRecord, TurnRecords
 
 if TYPE_CHECKING:
+    # types only (the diagnosis and ranking modules cost a replay's JSON ~0.08 s to import)
     from memdiag.checks import CaseResult, CheckReport
+    from memdiag.diagnosis.verdicts import Diagnosis
     from memdiag.stores.audit.report import AuditReport
 
 
