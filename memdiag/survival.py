@@ -190,10 +190,10 @@ def auto_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]
     # the run's memoized extractor: the scratchpad reads the same user messages again
     ex = default_extractor() if memo is None else memo.extractor(None)
     seen: dict[str, None] = {}
-    for m in transcript.messages:
-        if m.role != "user":
-            continue
-        for x in ex.extract(m.content):
+    said = [m for m in transcript.messages if m.role == "user"]
+    # every user message read in one pass (Extractor.extract_many); the memo keeps them
+    for m, found in zip(said, ex.extract_many([m.content for m in said]), strict=True):
+        for x in found:
             if not x.strong:
                 continue
             shown = ex.render_value(x.field, x.value)
