@@ -18,6 +18,15 @@ from tests.helpers import TEXT, transcripts
 ROLES = st.sampled_from(["user", "assistant", "tool"])
 MESSAGES = st.lists(st.tuples(ROLES, TEXT), min_size=1, max_size=8)
 
+# what sits at a line's edges: combining marks (NFKC may join them to the character before),
+# ligatures and width forms, other line breaks, punctuation-only and blank lines, CJK
+EDGES = st.lists(
+    st.sampled_from(
+        ["e", "\u0301", "ﬁ", "ß", "Ａ", "\u2028", "\r", "\xa0", " ", "!", "-", "过敏", "Mia", "ok"]
+    ),
+    max_size=6,
+).map("".join)
+
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(TEXT, min_size=1, max_size=12))
@@ -96,6 +105,22 @@ def test_term_index_holding_is_substring_search(texts, term):
         assert index.holding(term) == tuple(n for n, t in enumerate(folded) if term in t)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=30) | EDGES, min_size=1, max_size=10), st.data())
+def test_term_index_finds_every_text_holding_a_part_of_one(texts, data):
+    """Terms cut from the texts themselves (ASCII or not), keys in any order: the texts that
+    hold the term, in the order given, whichever of the index's two joined strings holds them."""
+    folded = [fold(t) for t in texts]
+    keys = data.draw(st.permutations(range(100, 100 + len(folded))))
+    index = TermIndex(zip(keys, folded, strict=True))
+    source = data.draw(st.sampled_from(folded))
+    start = data.draw(st.integers(0, len(source)))
+    term = source[start : start + data.draw(st.integers(1, 4))]
+    if term and "\0" not in term:
+        expected = tuple(k for k, t in zip(keys, folded, strict=True) if term in t)
+        assert index.holding(term) == expected
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
 def test_a_report_from_the_commands_context_equals_a_fresh_one(transcript, budget, facts):
@@ -160,8 +185,8 @@ def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name)
     assert "".join(turn_texts(res.turns, " " * 8)) == ",\n".join(expected)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(TEXT | st.text(max_size=20), min_size=1, max_size=6), st.data())
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=20) | EDGES, min_size=1, max_size=6), st.data())
 def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
     from memdiag.facts import LineTerms, text_terms
 
