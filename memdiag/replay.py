@@ -10,6 +10,7 @@ O(messages) in time and memory.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import gc
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +62,7 @@ class ReplayContext:
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
+    _system: list[tuple[int, ...]] = field(default_factory=list, repr=False)  # on first use
     _message_terms: dict[str, tuple[frozenset[str], str]] = field(default_factory=dict, repr=False)
 
     @property
@@ -97,6 +99,13 @@ class ReplayContext:
         (what a fresh ``prepare`` would give; remembered evidence is left out)."""
         kept = {f: v for f, v in self._evidence.items() if f not in self._remembered}
         return dataclasses.replace(self, _evidence=kept, _remembered=set())
+
+    def system_indices(self) -> tuple[int, ...]:
+        """Indices of the system messages, found once per run."""
+        if not self._system:
+            msgs = self.transcript.messages
+            self._system.append(tuple(m.index for m in msgs if m.role == "system"))
+        return self._system[0]
 
     def _folded(self) -> dict[int, str]:
         """Folded text of every message that can be evidence, by index, computed once per run."""
@@ -214,7 +223,9 @@ def replay(
     records = TurnRecords(t.turns, msgs)
     session: str | None = None
     last = len(t.turns) if until_turn is None else min(until_turn, len(t.turns))
-    sys_cursor = 0  # system messages are counted as they appear in the stream
+    # system messages are counted as they appear in the stream
+    system = rctx.system_indices() if rctx.settings.keep_system else ()
+    next_system = 0
     first = 0
     if from_session_of is not None:
         first = from_session_of - 1
@@ -226,7 +237,7 @@ def replay(
         while next_summary < len(summaries) and summaries[next_summary].after_index < start - 1:
             next_summary += 1
         system_tokens = _system_tokens(rctx, start)
-        sys_cursor = start
+        next_system = bisect.bisect_left(system, start)
     records.first = first
     memory_tokens = rctx.memory_tokens
     for turn in t.turns[first:last]:
@@ -252,10 +263,9 @@ def replay(
             strategy.add(unit)
             entered.extend(unit.indices)
             next_unit += 1
-        while sys_cursor <= turn.user_index and sys_cursor < len(msgs):
-            if msgs[sys_cursor].role == "system" and rctx.settings.keep_system:
-                system_tokens += rctx.costs[sys_cursor]
-            sys_cursor += 1
+        while next_system < len(system) and system[next_system] <= turn.user_index:
+            system_tokens += rctx.costs[system[next_system]]
+            next_system += 1
         fixed = system_tokens + memory_tokens + priming
         fit = strategy.fit(turn.number, fixed)
         shown = system_tokens if fit.system_tokens is None else fit.system_tokens

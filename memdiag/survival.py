@@ -88,6 +88,10 @@ class FactTracker:
         from memdiag.strategies.base import Fit
 
         assert isinstance(fit, Fit)
+        if not (self.first or dropped or fit.summary_changed or fit.pinned_changed):
+            stated = self.evidence.keys()  # no evidence moved, nothing else changed: done
+            if all(map(stated.isdisjoint, (entered, fit.evicted, fit.summarized))):
+                return
         reason: dict[int, str] = {}
         if dropped:
             for i in dropped:
