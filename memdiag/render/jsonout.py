@@ -115,12 +115,12 @@ def replay_json_chunks(
         yield '  "strategies": {}\n}'
         return
     yield '  "strategies": {\n'
-    quoted: dict[int, list[str]] = {}  # each message id JSON-quoted once for the document
+    shared: dict[object, Any] = {}  # quoted ids and turn heads, written once for the document
     for n, r in enumerate(results):
         yield f"    {_encode_str(r.name)}: {{\n"
         if r.turns:
             yield '      "turns": [\n'
-            yield from turn_texts(r.turns, " " * 8, quoted)
+            yield from turn_texts(r.turns, " " * 8, shared)
             yield "\n      ],\n"
         else:
             yield '      "turns": [],\n'
@@ -135,67 +135,61 @@ def replay_json_chunks(
 
 
 def turn_texts(
-    records: TurnRecords, pad: str, quoted: dict[int, list[str]] | None = None
+    records: TurnRecords, pad: str, shared: dict[object, Any] | None = None
 ) -> Iterator[str]:
     """``turn_json`` of every record as ``dumps`` indents it at ``pad``, joined by ",\\n",
-    written straight from the records' columns (docs/engine.md): one template per turn, each
-    message id quoted once (``quoted`` keeps them for the document's other strategies)."""
-    msgs = records.messages
-    cache = {} if quoted is None else quoted
-    ids = cache.get(id(msgs))
+    written straight from the records' columns (docs/engine.md), a few hundred turns a
+    piece. Each message id is quoted once and each turn's head (number, session) written once
+    for the document (``shared`` keeps them for its other strategies)."""
+    msgs, turns = records.messages, records.turns
+    cache: dict[object, Any] = {} if shared is None else shared
+    ids = cache.get(("ids", id(msgs)))
     if ids is None:
-        ids = cache[id(msgs)] = [_encode_str(m.id) for m in msgs]
+        ids = cache[("ids", id(msgs))] = [_encode_str(m.id) for m in msgs]
+    heads: dict[int, str] = cache.setdefault(("heads", id(turns), pad), {})
     quote = ids.__getitem__
     p = pad + "  "
     sep, opening, closing = f",\n{p}  ", f"[\n{p}  ", f"\n{p}]"
-    template = (
-        f'{pad}{{\n{p}"turn": %d,\n{p}"session": %s,\n{p}"session_turn": %d,\n{p}"tokens": {{\n'
+    head = f'{pad}{{\n{p}"turn": %d,\n{p}"session": %s,\n{p}"session_turn": %d,\n'
+    body = (
+        f'{p}"tokens": {{\n'
         + ",\n".join(f"{p}  {_encode_str(s)}: %d" for s in SECTIONS)
         + f'\n{p}}},\n{p}"entered": %s,\n{p}"evicted": %s,\n{p}"summarized": %s'
     )
     dropped_key, pinned_key = f',\n{p}"dropped_by_session": ', f',\n{p}"pinned": '
     overflow, end = f',\n{p}"overflow": true', f"\n{pad}}}"
-    sessions: dict[str, str] = {}
-    turns, first, tokens, indices, ends = (
-        records.turns,
-        records.first,
-        records.tokens,
-        records.indices,
-        records.ends,
-    )
+    first, tokens, indices, ends = records.first, records.tokens, records.indices, records.ends
     pins, over = records.pins, records.overflow
     width = len(SECTIONS)
-
-    def listed(start: int, stop: int) -> str:
-        if start == stop:
-            return "[]"
-        return opening + sep.join(map(quote, indices[start:stop])) + closing
-
+    piece: list[str] = []
     start = 0
     for k in range(len(records)):
-        t = turns[first + k]
+        n = first + k
+        text = heads.get(n)
+        if text is None:
+            t = turns[n]
+            text = heads[n] = head % (t.number, _encode_str(t.session), t.session_turn)
         at = 4 * k
         e0, e1, e2, e3 = ends[at], ends[at + 1], ends[at + 2], ends[at + 3]
-        session = sessions.get(t.session)
-        if session is None:
-            session = sessions[t.session] = _encode_str(t.session)
-        text = template % (
-            t.number,
-            session,
-            t.session_turn,
+        text += body % (
             *tokens[k * width : (k + 1) * width],
-            listed(start, e0),
-            listed(e0, e1),
-            listed(e1, e2),
+            opening + sep.join(map(quote, indices[start:e0])) + closing if e0 > start else "[]",
+            opening + sep.join(map(quote, indices[e0:e1])) + closing if e1 > e0 else "[]",
+            opening + sep.join(map(quote, indices[e1:e2])) + closing if e2 > e1 else "[]",
         )
         if e3 > e2:
-            text += dropped_key + listed(e2, e3)
+            text += dropped_key + opening + sep.join(map(quote, indices[e2:e3])) + closing
         if k in pins:
             text += pinned_key + dumps([asdict(x) for x in pins[k]]).replace("\n", "\n" + p)
         if k in over:
             text += overflow
-        yield (",\n" if k else "") + text + end
+        piece.append(text + end)
         start = e3
+        if len(piece) == 512:
+            yield (",\n" if k >= 512 else "") + ",\n".join(piece)
+            piece = []
+    if piece:
+        yield (",\n" if len(records) > len(piece) else "") + ",\n".join(piece)
 
 
 def call_json(c: CallTokens) -> dict[str, Any]:
