@@ -145,6 +145,7 @@ class Extractor:
         words = sorted({k for c in compiled for k in c.keywords})
         self._keywords = tuple(words)
         self._ascii_keywords = tuple(k for k in words if k.isascii())
+        self._nul_keyword = any("\0" in k for k in words)
         # which rules each keyword wakes up; rules without keywords always run
         self._always = tuple(n for n, c in enumerate(compiled) if not c.keywords)
         self._woken: dict[str, tuple[int, ...]] = {
@@ -224,7 +225,7 @@ class Extractor:
         ASCII ones scan fastest). Same sets as one ``_extract`` computes per text.
         """
         folded = [t.casefold() for t in texts]
-        if any("\0" in t for t in folded) or any("\0" in k for k in self._keywords):
+        if "\0" in "".join(folded) or self._nul_keyword:
             return [self._woken_in(t) for t in folded]
         out = [set(self._always) for _ in texts]
         ascii_texts = [n for n, t in enumerate(folded) if t.isascii()]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import operator
 import os
 import re
 import time
@@ -103,14 +104,13 @@ ADDITIVE_ENCODINGS = frozenset(
 )  # lines left out by the estimate that are re-tried with an exact count
 
 
-# A line that may be kept: (-score, -order, tokens, key, role, text), so that sorting the
-# tuples ranks them (higher score first, then the more recent; ``order`` is the line's
-# chronological position, previous summary lines first, and never repeats); ``tokens`` is the
-# estimated cost of the rendered line, newline included; ``key`` is "role: text", the line.
+# A line that may be kept: (-score, -order, tokens, "role: text", role, text); sorted, the
+# tuples rank (higher score, then more recent: ``order`` is a line's unique chronological
+# place, previous summary lines first); ``tokens``: the line's estimated cost with newline.
 _Candidate = tuple[int, int, int, str, str, str]
-# a line to choose from: (role, text, key, tokens per character of its message, or None:
-# count the line exactly)
+# (role, text, key, tokens per character of its message; None: count the line exactly)
 _Line = tuple[str, str, str, float | None]
+_ORDER = operator.itemgetter(1)  # -order: sorted in reverse, the oldest line first
 
 
 # Joins sentences for one scan per pattern: no feature pattern can match NUL or cross it, and
@@ -270,13 +270,12 @@ class ExtractiveSummarizer:
             lines.clear()
         score = self.scores[key]
         if score <= 0:
-            tokens = 0
+            lines[key] = (score, 0)
         elif per_char is not None:
-            tokens = max(1, round(per_char * len(text))) + self._role_tokens(role)
+            lines[key] = (score, max(1, round(per_char * len(text))) + self._role_tokens(role))
         else:
-            tokens = self.counter.count("\n" + key)
-        known = lines[key] = (score, tokens)
-        return known
+            lines[key] = (score, self.counter.count("\n" + key))
+        return lines[key]
 
     def _role_tokens(self, role: str) -> int:
         # "\n" + "role: " costs the same for every line of a role: count it once
@@ -292,11 +291,9 @@ class ExtractiveSummarizer:
         estimated in proportion to their length instead of encoding every sentence again
         (the choice is still checked with an exact count of the rendered summary).
         """
-        # (role, text, key, tokens per character) of every line and sentence, in order
-        lines = list(self._previous_lines(previous))
-        for item, sentences in zip(
-            messages, split_sentences_many([item[1] for item in messages]), strict=True
-        ):
+        lines = list(self._previous_lines(previous))  # every line and sentence, in order
+        split = split_sentences_many([item[1] for item in messages])
+        for item, sentences in zip(messages, split, strict=True):
             role, text = item[0], item[1]
             hint = item[2] if len(item) > 2 else None
             per_char = hint / len(text) if hint and text else None
@@ -372,7 +369,7 @@ class ExtractiveSummarizer:
                 cost = longer_cost
         if not chosen:
             return ""
-        ordered = sorted(chosen, key=_newest_first, reverse=True)  # oldest first
+        ordered = sorted(chosen, key=_ORDER, reverse=True)  # oldest first
         text = self._render(ordered)
         self.counter.remember_section(text, cost)
         if all(c[4] in _LINE_ROLES for c in ordered):  # lines that parse back as written
@@ -391,9 +388,7 @@ class ExtractiveSummarizer:
         if not chosen:
             return 0
         if not self._additive:
-            return self.counter.section_cost(
-                self._render(sorted(chosen, key=_newest_first, reverse=True))
-            )
+            return self.counter.section_cost(self._render(sorted(chosen, key=_ORDER, reverse=True)))
         counts = self._exact
         count = self.counter.count
         total = self._header_cost
@@ -413,10 +408,6 @@ class ExtractiveSummarizer:
     def _render(ordered: list[_Candidate]) -> str:
         """The summary text of lines in chronological order."""
         return "\n".join([SUMMARY_HEADER, *(c[3] for c in ordered)])
-
-
-def _newest_first(c: _Candidate) -> int:
-    return c[1]  # -order: sorted in reverse, oldest first
 
 
 # --- recorded --------------------------------------------------------------------------------
