@@ -152,7 +152,12 @@ class TurnRecords(Sequence[TurnRecord]):
     @overload
     def __getitem__(self, k: slice) -> list[TurnRecord]: ...
     def __getitem__(self, k: int | slice) -> TurnRecord | list[TurnRecord]:
-        return self._records()[k]
+        if self._made is not None or isinstance(k, slice):
+            return self._records()[k]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(k)
+        return self._make(k % n)  # one record (a diagnosis reads the last): make only it
 
     def __iter__(self) -> Iterator[TurnRecord]:
         return iter(self._records())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -272,8 +273,12 @@ def test_turn_records_are_the_records_built_directly(rows, first):
                 over,
             )
         )
+    assert [records[k] for k in range(len(records))] == expected  # made one at a time
+    assert [records[-k] for k in range(1, len(records) + 1)] == expected[::-1]
+    with pytest.raises(IndexError):
+        records[len(records)]
     assert len(records) == len(expected) and list(records) == expected and records == expected
-    assert [records[k] for k in range(len(records))] == expected
+    assert records[:2] == expected[:2] and [records[k] for k in range(len(records))] == expected
     assert list(records.column("total")) == [r.tokens["total"] for r in expected]
     assert records.count(1) == sum(len(r.evicted) for r in expected)
     assert records.count(2) == sum(len(r.summarized) for r in expected)
