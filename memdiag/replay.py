@@ -240,6 +240,7 @@ def replay(
         next_system = bisect.bisect_left(system, start)
     records.first = first
     memory_tokens = rctx.memory_tokens
+    n_units, n_summaries, add = len(units), len(summaries), strategy.add
     for turn in t.turns[first:last]:
         dropped: list[int] = []
         if turn.session != session:
@@ -247,22 +248,20 @@ def replay(
                 dropped = strategy.reset()
             session = turn.session
         entered: list[int] = []
+        user_index = turn.user_index
         # feed everything up to and including this turn's user message
-        while next_unit < len(units) and units[next_unit][0] <= turn.user_index:
-            while (
-                next_summary < len(summaries)
-                and summaries[next_summary].after_index < units[next_unit][0]
-            ):
+        while next_unit < n_units:
+            begins, unit = units[next_unit]  # (index of the unit's first message, unit)
+            if begins > user_index:
+                break
+            while next_summary < n_summaries and summaries[next_summary].after_index < begins:
                 strategy.add_summary(summaries[next_summary])
                 next_summary += 1
-            unit = units[next_unit][1]
-            if msgs[unit.indices[0]].session != session and unit.indices[0] < turn.user_index:
-                # tail of an earlier session (e.g. its last assistant reply): gone with it
-                next_unit += 1
-                continue
-            strategy.add(unit)
-            entered.extend(unit.indices)
             next_unit += 1
+            if msgs[begins].session != session and begins < user_index:
+                continue  # tail of an earlier session (e.g. its last assistant reply): gone
+            add(unit)
+            entered.extend(unit.indices)
         while next_system < len(system) and system[next_system] <= turn.user_index:
             system_tokens += rctx.costs[system[next_system]]
             next_system += 1
