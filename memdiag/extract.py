@@ -143,6 +143,8 @@ class Extractor:
         # one regex alternation over all of them (~100 keywords, sentence-length texts)
         words = sorted({k for c in compiled for k in c.keywords})
         self._keywords = tuple(words)
+        self._ascii_keywords = tuple(k for k in words if k.isascii())
+        self._nul_keyword = any("\0" in k for k in words)
         # which rules each keyword wakes up; rules without keywords always run
         self._always = tuple(n for n, c in enumerate(compiled) if not c.keywords)
         self._woken: dict[str, tuple[int, ...]] = {
@@ -207,31 +209,58 @@ class Extractor:
         return False
 
     def could_match_each(self, texts: Sequence[str]) -> list[bool]:
-        """``could_match`` of every text, from one scan per keyword over all of them.
+        """``could_match`` of every text, from one scan per keyword over all of them."""
+        if self._always or not texts:
+            return [True] * len(texts)
+        return [bool(w) for w in self._woken_each(texts)]
+
+    def _woken_each(self, texts: Sequence[str]) -> list[set[int]]:
+        """The rules each text's keywords wake (``_always`` included), one scan per keyword.
 
         The casefolded texts are joined by NUL, which no keyword holds, so a keyword found in
         the joined string lies inside exactly one text; after a hit the scan resumes at the
-        next text. Same answers as one ``could_match`` call per text.
+        next text. A text that folds to ASCII can only hold ASCII keywords: those texts are
+        joined apart, an ASCII string that the other keywords need not scan (and that the
+        ASCII ones scan fastest). Same sets as one ``_extract`` computes per text.
         """
-        if self._always or not texts:
-            return [True] * len(texts)
         folded = [t.casefold() for t in texts]
-        if any("\0" in t for t in folded) or any("\0" in k for k in self._keywords):
-            return [self.could_match(t) for t in texts]
-        joined = "\0".join(folded)
-        starts = list(itertools.accumulate((len(t) + 1 for t in folded[:-1]), initial=0))
-        hit = [False] * len(texts)
-        last = len(texts) - 1
-        find = joined.find
-        for k in self._keywords:
-            pos = find(k)
-            while pos >= 0:
-                n = bisect.bisect_right(starts, pos) - 1
-                hit[n] = True
-                if n == last:
-                    break
-                pos = find(k, starts[n + 1])
-        return hit
+        if "\0" in "".join(folded) or self._nul_keyword:
+            return [self._woken_in(t) for t in folded]
+        out = [set(self._always) for _ in texts]
+        ascii_texts = [n for n, t in enumerate(folded) if t.isascii()]
+        other = [n for n, t in enumerate(folded) if not t.isascii()] if ascii_texts else None
+        for group, keywords in (
+            (ascii_texts, self._ascii_keywords),
+            (range(len(folded)) if other is None else other, self._keywords),
+        ):
+            if not group:
+                continue
+            keys = list(group)
+            parts = [folded[n] for n in keys]
+            joined = "\0".join(parts)
+            starts = list(itertools.accumulate((len(t) + 1 for t in parts[:-1]), initial=0))
+            last = len(keys) - 1
+            find = joined.find
+            for k in keywords:
+                woken = self._woken[k]
+                pos = find(k)
+                while pos >= 0:
+                    n = bisect.bisect_right(starts, pos) - 1
+                    out[keys[n]].update(woken)
+                    if n == last:
+                        break
+                    pos = find(k, starts[n + 1])
+        return out
+
+    def extract_many(self, texts: Sequence[str]) -> list[list[Extraction]]:
+        """``extract`` of every text, the keywords looked for once over all of them (see
+        ``_woken_each``); a memoized extractor answers the texts it has seen and keeps the
+        rest. Same answers as one ``extract`` call per text (a property test holds them)."""
+        memo = {} if self._memo is None else self._memo
+        todo = list(dict.fromkeys(t for t in texts if t and t not in memo))  # distinct, new
+        for text, run in zip(todo, self._woken_each(todo), strict=True):
+            memo[text] = self._read(text, run) if run else []
+        return [list(memo[t]) if t else [] for t in texts]
 
     def read_memory(
         self, text: str | None, metadata: Mapping[str, Any] | None = None
@@ -281,13 +310,18 @@ class Extractor:
         return list(found) if found else []  # a copy: the caller may change its list
 
     def _extract(self, text: str) -> list[Extraction]:
-        folded = text.casefold()
+        run = self._woken_in(text.casefold())
+        return self._read(text, run) if run else []
+
+    def _woken_in(self, folded: str) -> set[int]:
         run = set(self._always)
         for k in self._keywords:
             if k in folded:
                 run.update(self._woken[k])
-        if not run:
-            return []
+        return run
+
+    def _read(self, text: str, run: set[int]) -> list[Extraction]:
+        """The values rules ``run`` (those ``text``'s keywords woke) find in ``text``."""
         found = self._run(text, run)
         if found:
             # questions, hypotheticals and quotes of others state nothing: blank them (same

@@ -85,25 +85,32 @@ def text_words(norm: str) -> frozenset[str]:
 class LineTerms:
     """``text_terms`` of texts made of lines that recur (a running summary, pinned facts).
 
-    A word never spans a newline, so a text's words are the union of its lines' words: each
-    distinct line is normalized and stemmed once per run, the whole text only normalized.
+    A word never spans a newline, so a text's words are the union of its lines' words, and
+    its normalized text is its lines' normalized texts joined by a space (normalizing keeps a
+    newline a whitespace boundary, and folding never joins characters across one): each
+    distinct line is normalized and stemmed once per run, the whole text only joined. A
+    property test holds the answers equal to ``text_terms``.
     """
 
     def __init__(self) -> None:
-        self._lines: dict[str, frozenset[str]] = {}
+        self._lines: dict[str, tuple[frozenset[str], str]] = {}
         self._last: tuple[str, tuple[frozenset[str], str]] | None = None  # every fact asks
 
     def __call__(self, text: str) -> tuple[frozenset[str], str]:
         if self._last is not None and self._last[0] == text:
             return self._last[1]
         words: set[str] = set()
+        norms: list[str] = []
         known = self._lines
         for line in text.split("\n"):
             found = known.get(line)
             if found is None:
-                found = known[line] = text_words(normalize(line))
-            words |= found
-        out = (frozenset(words), normalize(text))
+                norm = normalize(line)
+                found = known[line] = (text_words(norm), norm)
+            words |= found[0]
+            if found[1]:
+                norms.append(found[1])
+        out = (frozenset(words), " ".join(norms))
         self._last = (text, out)
         return out
 
@@ -224,25 +231,36 @@ class TermIndex:
             keys.append(key)
             parts.append(folded)
         self._keys = keys
-        self._starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
-        self._joined = "\0".join(parts)
+        # ASCII texts are joined apart: an ASCII string is scanned fastest, and a term with
+        # another character (a CJK one) can only be in the other texts, a smaller string
+        self._groups: list[tuple[list[int], list[int], str]] = []  # (ordinals, starts, joined)
+        plain = [n for n, p in enumerate(parts) if p.isascii()]
+        other = [n for n, p in enumerate(parts) if not p.isascii()]
+        for ordinals in (plain, other):
+            group = [parts[n] for n in ordinals]
+            starts = list(itertools.accumulate((len(p) + 1 for p in group[:-1]), initial=0))
+            self._groups.append((ordinals, starts, "\0".join(group)))
         self._holding: dict[str, tuple[int, ...]] = {}
 
     def holding(self, term: str) -> tuple[int, ...]:
         """Keys of the texts in which ``term`` occurs, in the order the texts were given."""
         found = self._holding.get(term)
         if found is None:
-            out: list[int] = []
-            if term and "\0" not in term and self._keys:
-                find, starts, last = self._joined.find, self._starts, len(self._keys) - 1
-                pos = find(term)
-                while pos >= 0:
-                    n = bisect.bisect_right(starts, pos) - 1
-                    out.append(self._keys[n])
-                    if n == last:
-                        break
-                    pos = find(term, starts[n + 1])
-            found = self._holding[term] = tuple(out)
+            hits: list[int] = []  # ordinals of the texts
+            if term and "\0" not in term:
+                for ordinals, starts, joined in self._groups[0 if term.isascii() else 1 :]:
+                    if not ordinals:
+                        continue
+                    find, last = joined.find, len(ordinals) - 1
+                    pos = find(term)
+                    while pos >= 0:
+                        n = bisect.bisect_right(starts, pos) - 1
+                        hits.append(ordinals[n])
+                        if n == last:
+                            break
+                        pos = find(term, starts[n + 1])
+            keys = self._keys
+            found = self._holding[term] = tuple(keys[n] for n in sorted(hits))
         return found
 
     def candidates(self, fact: str, threshold: float = FUZZY_THRESHOLD) -> list[int] | None:

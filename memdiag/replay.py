@@ -10,19 +10,23 @@ O(messages) in time and memory.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
-from memdiag.strategies.base import Fit, PinChange, RunMemo, Strategy
+from memdiag.strategies.base import Fit, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.survival import FactSurvival, FactTracker, tracked_facts
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
+from memdiag.turn_records import TurnRecords
 
 if TYPE_CHECKING:
     from memdiag.compactions import Compaction
@@ -30,28 +34,13 @@ if TYPE_CHECKING:
 
 Observer = Callable[[int, Strategy, Fit], None]
 EVIDENCE_ROLES = ("user", "assistant", "tool")
-SECTIONS = ("system", "scratchpad", "summary", "memories", "messages", "total")
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRecord:
-    turn: int
-    session: str
-    session_turn: int
-    tokens: dict[str, int]
-    entered: tuple[str, ...]
-    evicted: tuple[str, ...]
-    summarized: tuple[str, ...]
-    dropped_by_session: tuple[str, ...] = ()
-    pinned: tuple[PinChange, ...] = ()
-    overflow: bool = False
 
 
 @dataclass
 class StrategyReplay:
     name: str
     budget: int
-    turns: list[TurnRecord]
+    turns: TurnRecords  # compact columns; a sequence of TurnRecord for those who ask
     facts: list[FactSurvival]
     final: WindowView | None = None  # the window at the last evaluated turn
     calls: list[CallTokens] = field(default_factory=list)  # observed: every recorded request
@@ -73,6 +62,7 @@ class ReplayContext:
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
+    _system: list[tuple[int, ...]] = field(default_factory=list, repr=False)  # on first use
     _message_terms: dict[str, tuple[frozenset[str], str]] = field(default_factory=dict, repr=False)
 
     @property
@@ -109,6 +99,13 @@ class ReplayContext:
         (what a fresh ``prepare`` would give; remembered evidence is left out)."""
         kept = {f: v for f, v in self._evidence.items() if f not in self._remembered}
         return dataclasses.replace(self, _evidence=kept, _remembered=set())
+
+    def system_indices(self) -> tuple[int, ...]:
+        """Indices of the system messages, found once per run."""
+        if not self._system:
+            msgs = self.transcript.messages
+            self._system.append(tuple(m.index for m in msgs if m.role == "system"))
+        return self._system[0]
 
     def _folded(self) -> dict[int, str]:
         """Folded text of every message that can be evidence, by index, computed once per run."""
@@ -248,10 +245,12 @@ def replay(
     summaries = t.summaries
     next_unit = 0
     next_summary = 0
-    records: list[TurnRecord] = []
+    records = TurnRecords(t.turns, msgs)
     session: str | None = None
     last = len(t.turns) if until_turn is None else min(until_turn, len(t.turns))
-    sys_cursor = 0  # system messages are counted as they appear in the stream
+    # system messages are counted as they appear in the stream
+    system = rctx.system_indices() if rctx.settings.keep_system else ()
+    next_system = 0
     first = 0
     if from_session_of is not None:
         first = from_session_of - 1
@@ -263,7 +262,10 @@ def replay(
         while next_summary < len(summaries) and summaries[next_summary].after_index < start - 1:
             next_summary += 1
         system_tokens = _system_tokens(rctx, start)
-        sys_cursor = start
+        next_system = bisect.bisect_left(system, start)
+    records.first = first
+    memory_tokens = rctx.memory_tokens
+    n_units, n_summaries, add = len(units), len(summaries), strategy.add
     for turn in t.turns[first:last]:
         dropped: list[int] = []
         if turn.session != session:
@@ -271,49 +273,43 @@ def replay(
                 dropped = strategy.reset()
             session = turn.session
         entered: list[int] = []
+        user_index = turn.user_index
         # feed everything up to and including this turn's user message
-        while next_unit < len(units) and units[next_unit][0] <= turn.user_index:
-            while (
-                next_summary < len(summaries)
-                and summaries[next_summary].after_index < units[next_unit][0]
-            ):
+        while next_unit < n_units:
+            begins, unit = units[next_unit]  # (index of the unit's first message, unit)
+            if begins > user_index:
+                break
+            while next_summary < n_summaries and summaries[next_summary].after_index < begins:
                 strategy.add_summary(summaries[next_summary])
                 next_summary += 1
-            unit = units[next_unit][1]
-            if msgs[unit.indices[0]].session != session and unit.indices[0] < turn.user_index:
-                # tail of an earlier session (e.g. its last assistant reply): gone with it
-                next_unit += 1
-                continue
-            strategy.add(unit)
-            entered.extend(unit.indices)
             next_unit += 1
-        while sys_cursor <= turn.user_index and sys_cursor < len(msgs):
-            if msgs[sys_cursor].role == "system" and rctx.settings.keep_system:
-                system_tokens += rctx.costs[sys_cursor]
-            sys_cursor += 1
-        fixed = system_tokens + rctx.memory_tokens + priming
+            if msgs[begins].session != session and begins < user_index:
+                continue  # tail of an earlier session (e.g. its last assistant reply): gone
+            add(unit)
+            entered.extend(unit.indices)
+        while next_system < len(system) and system[next_system] <= turn.user_index:
+            system_tokens += rctx.costs[system[next_system]]
+            next_system += 1
+        fixed = system_tokens + memory_tokens + priming
         fit = strategy.fit(turn.number, fixed)
-        tokens = {
-            "system": system_tokens if fit.system_tokens is None else fit.system_tokens,
-            "scratchpad": fit.scratchpad_tokens,
-            "summary": fit.summary_tokens,
-            "memories": rctx.memory_tokens + fit.memory_tokens,
-            "messages": fit.message_tokens + priming,
-        }
-        tokens["total"] = sum(tokens.values())
+        shown = system_tokens if fit.system_tokens is None else fit.system_tokens
+        memories = memory_tokens + fit.memory_tokens
+        messages = fit.message_tokens + priming
         records.append(
-            TurnRecord(
-                turn=turn.number,
-                session=turn.session,
-                session_turn=turn.session_turn,
-                tokens=tokens,
-                entered=tuple(msgs[i].id for i in entered),
-                evicted=tuple(msgs[i].id for i in fit.evicted),
-                summarized=tuple(msgs[i].id for i in fit.summarized),
-                dropped_by_session=tuple(msgs[i].id for i in dropped),
-                pinned=tuple(fit.pins),
-                overflow=fit.overflow,
-            )
+            (
+                shown,
+                fit.scratchpad_tokens,
+                fit.summary_tokens,
+                memories,
+                messages,
+                shown + fit.scratchpad_tokens + fit.summary_tokens + memories + messages,
+            ),
+            entered,
+            fit.evicted,
+            fit.summarized,
+            dropped,
+            fit.pins,
+            fit.overflow,
         )
         if tracker.active:
             tracker.update(turn.number, strategy, fit, entered, dropped)
@@ -398,6 +394,18 @@ def run(
     ``memory`` is the injected long-term profile (text, tokens), present at every turn;
     ``observe(name)`` gives the observer of strategy ``name`` (see :func:`replay`).
     """
+    with collections_paused():
+        return _run(transcript, settings, facts, progress, memory, observe)
+
+
+def _run(
+    transcript: Transcript,
+    settings: Settings,
+    facts: Sequence[str],
+    progress: Callable[[int], None] | None,
+    memory: tuple[str, int],
+    observe: Callable[[str], Observer] | None,
+) -> ReplayReport:
     rctx = prepare(transcript, settings, memory_tokens=memory[1], memory_text=memory[0])
     recorded = recorded_budget(rctx)
     if recorded is not None:
@@ -425,6 +433,25 @@ def run(
         budget_recorded=recorded is not None,
         compactions=comps,
     )
+
+
+@contextmanager
+def collections_paused() -> Iterator[None]:
+    """The garbage collector paused while the engine works (docs/engine.md).
+
+    A replay allocates many small objects that live for the whole run (units, strategy state,
+    summaries) and frees the rest by reference counting; the cyclic collections its
+    allocations trigger find no garbage but walk every object of the transcript each time
+    (on 50,000 messages, two full collections of ~0.06 s per replay). The collector runs
+    again, as before, once the run is done.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def recorded_budget(rctx: ReplayContext) -> int | None:

@@ -89,6 +89,10 @@ class FactTracker:
         from memdiag.strategies.base import Fit
 
         assert isinstance(fit, Fit)
+        if not (self.first or dropped or fit.summary_changed or fit.pinned_changed):
+            stated = self.evidence.keys()  # no evidence moved, nothing else changed: done
+            if all(map(stated.isdisjoint, (entered, fit.evicted, fit.summarized))):
+                return
         reason: dict[int, str] = {}
         if dropped:
             for i in dropped:
@@ -194,10 +198,10 @@ def auto_facts(transcript: Transcript, memo: RunMemo | None = None) -> list[str]
     # the run's memoized extractor: the scratchpad reads the same user messages again
     ex = default_extractor() if memo is None else memo.extractor(None)
     seen: dict[str, None] = {}
-    for m in transcript.messages:
-        if not opens_turn(m):  # the human's messages (not a line the agent wrote in)
-            continue
-        for x in ex.extract(m.content):
+    said = [m for m in transcript.messages if opens_turn(m)]  # the human's, not injected lines
+    # every user message read in one pass (Extractor.extract_many); the memo keeps them
+    for m, found in zip(said, ex.extract_many([m.content for m in said]), strict=True):
+        for x in found:
             if not x.strong:
                 continue
             shown = ex.render_value(x.field, x.value)

@@ -44,6 +44,10 @@ CJK_RUN = LazyPattern(f"[{CJK_RANGES}]+")
 _SPACE = re.compile(r"\s+")
 # a sentence ends at . ! ? followed by space (not "3.5" or "e.g.x"), at CJK 。！？； or a newline
 _BOUNDARY = LazyPattern(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
+# The same boundaries in a text without 。！？；: every one starts at a whitespace character, so
+# the pattern starts with one and the regex engine skips to the next whitespace instead of
+# trying the lookbehinds at every position.
+_PLAIN_BOUNDARY = LazyPattern(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n)\n*)")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[\s\-]+|(?<=\w)\.(?=\w)")
 _UNDERSCORES = re.compile(r"_+")
@@ -74,12 +78,20 @@ def split_sentences_many(texts: Sequence[str]) -> list[list[str]]:
 
     The texts are joined by a newline, NUL, newline: the newlines are boundaries that end a
     text's last sentence and start the next text's first one exactly as the string's edges
-    do, and the NUL comes out as a sentence of its own that marks where a text ends.
+    do, and the NUL comes out as a sentence of its own that marks where a text ends. A newline
+    is put after each of 。！？；, which makes their boundary a newline one (the whitespace a
+    boundary leaves at a sentence's edge is dropped either way), so ``_PLAIN_BOUNDARY`` finds
+    every boundary ~3× faster than ``_BOUNDARY`` (a property test holds the results equal).
     """
     if any("\0" in t for t in texts):
         return [split_sentences(t) for t in texts]
+    joined = "\n\0\n".join(texts)
+    if not joined.isascii():
+        for stop in "。！？；":
+            if stop in joined:
+                joined = joined.replace(stop, stop + "\n")
     out: list[list[str]] = [[]]
-    for part in _BOUNDARY.split("\n\0\n".join(texts)):
+    for part in _PLAIN_BOUNDARY.split(joined):
         s = " ".join(part.split())
         if s == "\0":
             out.append([])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,15 @@ from tests.helpers import TEXT, transcripts
 
 ROLES = st.sampled_from(["user", "assistant", "tool"])
 MESSAGES = st.lists(st.tuples(ROLES, TEXT), min_size=1, max_size=8)
+
+# what sits at a line's edges: combining marks (NFKC may join them to the character before),
+# ligatures and width forms, other line breaks, punctuation-only and blank lines, CJK
+EDGES = st.lists(
+    st.sampled_from(
+        ["e", "\u0301", "ﬁ", "ß", "Ａ", "\u2028", "\r", "\xa0", " ", "!", "-", "过敏", "Mia", "ok"]
+    ),
+    max_size=6,
+).map("".join)
 
 
 @settings(max_examples=80, deadline=None)
@@ -130,6 +140,22 @@ def test_a_fact_set_states_what_matching_every_fact_states(facts, texts):
         assert facts_.stated_in(text, folded=fold(text)) == direct
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=30) | EDGES, min_size=1, max_size=10), st.data())
+def test_term_index_finds_every_text_holding_a_part_of_one(texts, data):
+    """Terms cut from the texts themselves (ASCII or not), keys in any order: the texts that
+    hold the term, in the order given, whichever of the index's two joined strings holds them."""
+    folded = [fold(t) for t in texts]
+    keys = data.draw(st.permutations(range(100, 100 + len(folded))))
+    index = TermIndex(zip(keys, folded, strict=True))
+    source = data.draw(st.sampled_from(folded))
+    start = data.draw(st.integers(0, len(source)))
+    term = source[start : start + data.draw(st.integers(1, 4))]
+    if term and "\0" not in term:
+        expected = tuple(k for k, t in zip(keys, folded, strict=True) if term in t)
+        assert index.holding(term) == expected
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
 def test_a_report_from_the_commands_context_equals_a_fresh_one(transcript, budget, facts):
@@ -187,16 +213,15 @@ def test_unit_queue_evicts_as_popping_one_unit_at_a_time(units, fits):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(), st.integers(60, 400), st.sampled_from(["summary", "scratchpad"]))
 def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name):
-    from memdiag.render.jsonout import _turn_text, dumps, turn_json
+    from memdiag.render.jsonout import dumps, turn_json, turn_texts
 
     res = replay(prepare(transcript, Settings(budget=budget)), name, ["Mia"])
-    for r in res.turns:
-        expected = "        " + dumps(turn_json(r)).replace("\n", "\n        ")
-        assert _turn_text(r, " " * 8) == expected
+    expected = [("        " + dumps(turn_json(r)).replace("\n", "\n        ")) for r in res.turns]
+    assert "".join(turn_texts(res.turns, " " * 8)) == ",\n".join(expected)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(TEXT | st.text(max_size=20), min_size=1, max_size=6), st.data())
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXT | st.text(max_size=20) | EDGES, min_size=1, max_size=6), st.data())
 def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
     from memdiag.facts import LineTerms, text_terms
 
@@ -281,3 +306,61 @@ def test_a_pickled_context_replays_as_the_original(transcript, budget, facts):
     for name in ("sliding_window", "summary", "scratchpad"):
         a, b = replay(rctx, name, facts), replay(back, name, facts)
         assert (a.turns, a.facts, a.final) == (b.turns, b.facts, b.final)
+
+
+ROW = st.tuples(
+    st.lists(st.integers(0, 9), max_size=4),  # entered
+    st.lists(st.integers(0, 9), max_size=4),  # evicted
+    st.lists(st.integers(0, 9), max_size=4),  # summarized
+    st.lists(st.integers(0, 9), max_size=4),  # dropped at a session start
+    st.lists(st.integers(0, 10_000), min_size=5, max_size=5),  # tokens but the total
+    st.booleans(),  # a pin was set
+    st.booleans(),  # over budget
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(ROW, max_size=12), st.integers(0, 3))
+def test_turn_records_are_the_records_built_directly(rows, first):
+    """The compact columns give back exactly the records the engine used to build per turn,
+    and their totals (the table's) are those of the records."""
+    from memdiag.strategies.base import PinChange
+    from memdiag.transcript.model import Message, Turn
+    from memdiag.turn_records import SECTIONS, TurnRecord, TurnRecords
+
+    msgs = [Message(i, f"m{i}", "user", "x", "s", i, i) for i in range(10)]
+    turns = [Turn(n, f"s{n % 2}", n, n, n + 1) for n in range(1, first + len(rows) + 1)]
+    records = TurnRecords(turns, msgs, first)
+    expected = []
+    for k, (entered, evicted, summarized, dropped, tokens, pinned, over) in enumerate(rows):
+        pins = [PinChange("name", f"v{k}", None, "m1")] if pinned else []
+        row = (*tokens, sum(tokens))
+        records.append(row, entered, evicted, summarized, dropped, pins, over)
+        turn = turns[first + k]
+        expected.append(
+            TurnRecord(
+                turn.number,
+                turn.session,
+                turn.session_turn,
+                dict(zip(SECTIONS, row, strict=True)),
+                tuple(msgs[i].id for i in entered),
+                tuple(msgs[i].id for i in evicted),
+                tuple(msgs[i].id for i in summarized),
+                tuple(msgs[i].id for i in dropped),
+                tuple(pins),
+                over,
+            )
+        )
+    assert [records[k] for k in range(len(records))] == expected  # made one at a time
+    assert [records[-k] for k in range(1, len(records) + 1)] == expected[::-1]
+    with pytest.raises(IndexError):
+        records[len(records)]
+    assert len(records) == len(expected) and list(records) == expected and records == expected
+    assert records[:2] == expected[:2] and [records[k] for k in range(len(records))] == expected
+    assert list(records.column("total")) == [r.tokens["total"] for r in expected]
+    assert records.count(1) == sum(len(r.evicted) for r in expected)
+    assert records.count(2) == sum(len(r.summarized) for r in expected)
+    assert [records.changed(k) for k in range(len(records))] == [
+        bool(r.evicted or r.summarized or r.pinned or r.overflow or r.dropped_by_session)
+        for r in expected
+    ]

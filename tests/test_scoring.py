@@ -120,9 +120,47 @@ def test_could_match_each_equals_could_match(texts):  # type: ignore[no-untyped-
     assert ex.could_match_each(texts) == [ex.could_match(t) for t in texts]
 
 
+# keyword letters that fold to ASCII from outside it (the Kelvin sign, "ſ", "ﬁ"), NUL, CJK
+FOLDING_PIECES = ["\u212a", "\u017f", "ﬁ", "İ", "ALLERGIC", "Name Is", "\x00", "过敏", "素"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        sentence_text
+        | sentence_spaced
+        | st.lists(st.sampled_from(PIECES + FOLDING_PIECES), max_size=10).map(" ".join),
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_extract_many_equals_extract_one_by_one(texts, memoized):  # type: ignore[no-untyped-def]
+    """The bulk reading (one scan per keyword over all the texts, ASCII texts apart) finds what
+    reading each text finds, and a memoized extractor keeps exactly those answers."""
+    plain = default_extractor()
+    ex = plain.memoized() if memoized else plain
+    expected = [plain.extract(t) for t in texts]
+    assert ex.extract_many(texts) == expected
+    assert ex.extract_many(texts) == expected  # (memoized: answered from the memo)
+    assert [ex.extract(t) for t in texts] == expected
+    assert ex.could_match_each(texts) == [plain.could_match(t) for t in texts]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(sentence_text | sentence_spaced, max_size=12))
 def test_split_sentences_many_equals_one_by_one(texts):  # type: ignore[no-untyped-def]
+    assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
+
+
+# boundaries and what touches them: the plain pattern (texts without 。！？；) must split where
+# the full one does, whatever whitespace follows a full stop
+BOUNDARY_PIECES = ["a", "Mia", ".", "!", "?", "。", "？", "；", "！", " ", "\n", "\t", "\r"]
+BOUNDARY_PIECES += ["\u3000", "\xa0", "\u2028", "\x0b", "3.5", "e.g.x", "\n\n", ". \n"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(BOUNDARY_PIECES), max_size=10).map("".join), max_size=8))
+def test_split_sentences_many_at_every_boundary(texts):  # type: ignore[no-untyped-def]
     assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
 
 
@@ -148,19 +186,25 @@ def test_scores_of_known_sentences(summarizer: ExtractiveSummarizer) -> None:
         st.tuples(st.sampled_from(ROLES), sentence_text | sentence_spaced | st.text(max_size=30)),
         min_size=1,
         max_size=8,
-    )
+    ),
+    st.randoms(use_true_random=False),
 )
-def test_summary_cost_line_by_line_equals_encoding_it_whole(encoding: str, items):  # type: ignore[no-untyped-def]
-    """The exact cost the summarizer adds up per line is what encoding the summary gives."""
-    from memdiag.strategies.summarizers import _Candidate
-
+def test_summary_cost_line_by_line_equals_encoding_it_whole(encoding: str, items, rnd):  # type: ignore[no-untyped-def]
+    """The exact cost the summarizer adds up per line is what encoding the summary gives,
+    whatever order the chosen lines come in (the newest has no newline after it)."""
     counter = TokenCounter(encoding)
     s = ExtractiveSummarizer(counter)
     # summary lines are whitespace-normalized sentences (split_sentences), never empty
     lines = [(r, " ".join(t.split())) for r, t in items]
-    chosen = [_Candidate(r, t, n, 1, 1) for n, (r, t) in enumerate(lines) if t]
+    # candidates as the summarizer ranks them: (-score, -order, tokens, key, role, text)
+    chosen = [(-1, -n, 1, f"{r}: {t}", r, t) for n, (r, t) in enumerate(lines, 1) if t]
     if chosen:
-        assert s._exact_cost(chosen) == counter.section_cost(s._render(chosen))
+        whole = counter.section_cost(s._render(chosen))  # chronological: the summary's text
+        assert whole == counter.section_cost(
+            "\n".join(["Summary of earlier conversation:"] + [f"{r}: {t}" for r, t in lines if t])
+        )
+        rnd.shuffle(chosen)  # ranked order, as _select hands them over
+        assert s._exact_cost(chosen) == whole
 
 
 def test_summaries_identical_to_encoding_whole() -> None:

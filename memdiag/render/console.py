@@ -14,8 +14,9 @@ from rich.text import Text
 from memdiag.render.common import gaps_text
 from memdiag.render.literal import LiteralConsole
 from memdiag.render.words import clip as _clip
-from memdiag.replay import ReplayReport, StrategyReplay, TurnRecord
+from memdiag.replay import ReplayReport, StrategyReplay
 from memdiag.survival import FactSurvival
+from memdiag.turn_records import TurnRecord
 
 if TYPE_CHECKING:
     from memdiag.checks import CheckReport
@@ -108,6 +109,7 @@ def turn_line(r: TurnRecord, budget: int, plain: bool = False) -> Text:
 
 
 def interesting(r: TurnRecord) -> bool:
+    """Something left the window, was pinned or went over budget (``TurnRecords.changed``)."""
     return bool(r.evicted or r.summarized or r.pinned or r.overflow or r.dropped_by_session)
 
 
@@ -189,10 +191,9 @@ def _count(n: int, word: str) -> str:
 
 
 def _totals(res: StrategyReplay) -> str:
-    peak = max((r.tokens["total"] for r in res.turns), default=0)
-    evicted = sum(len(r.evicted) for r in res.turns)
-    summarized = sum(len(r.summarized) for r in res.turns)
-    over = sum(r.overflow for r in res.turns)
+    turns = res.turns  # read from the records' columns: no record is made for the totals
+    peak = max(turns.column("total"), default=0)
+    evicted, summarized, over = turns.count(1), turns.count(2), len(turns.overflow)
     return (
         f"peak {peak}/{res.budget} tokens, {evicted} evicted, {summarized} summarized, "
         f"{over} over budget"
@@ -265,7 +266,10 @@ def render_compactions(console: Console, report: ReplayReport) -> None:
 
 def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
     console.rule(f"[bold]{escape(res.name)}[/]")
-    turns = res.turns if show == "all" else [r for r in res.turns if interesting(r)]
+    records = res.turns
+    turns: Sequence[TurnRecord] = records
+    if show != "all":
+        turns = [records[k] for k in range(len(records)) if records.changed(k)]
     # a long transcript has thousands of such turns: show the first and last ones
     cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
     head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])

@@ -12,13 +12,15 @@ from dataclasses import asdict
 from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
 
-from memdiag.diagnosis.verdicts import Diagnosis
-from memdiag.replay import StrategyReplay, TurnRecord
+from memdiag.replay import StrategyReplay
 from memdiag.strategies.observed import CallTokens
 from memdiag.survival import FactSurvival
+from memdiag.turn_records import SECTIONS, TurnRecord, TurnRecords
 
 if TYPE_CHECKING:
+    # types only (the diagnosis and ranking modules cost a replay's JSON ~0.08 s to import)
     from memdiag.checks import CaseResult, CheckReport
+    from memdiag.diagnosis.verdicts import Diagnosis
     from memdiag.stores.audit.report import AuditReport
 
 
@@ -113,14 +115,13 @@ def replay_json_chunks(
         yield '  "strategies": {}\n}'
         return
     yield '  "strategies": {\n'
+    shared: dict[object, Any] = {}  # quoted ids and turn heads, written once for the document
     for n, r in enumerate(results):
         yield f"    {_encode_str(r.name)}: {{\n"
         if r.turns:
             yield '      "turns": [\n'
-            last = len(r.turns) - 1
-            for k, t in enumerate(r.turns):
-                yield _turn_text(t, " " * 8) + ("\n" if k == last else ",\n")
-            yield "      ],\n"
+            yield from turn_texts(r.turns, " " * 8, shared)
+            yield "\n      ],\n"
         else:
             yield '      "turns": [],\n'
         facts = dumps([fact_json(f) for f in r.facts]).replace("\n", "\n      ")
@@ -133,59 +134,62 @@ def replay_json_chunks(
     yield "  }\n}"
 
 
-def _ids(ids: Sequence[str], pad: str) -> str:
-    if not ids:
-        return "[]"
-    inner = f",\n{pad}  ".join(_encode_str(i) for i in ids)
-    return f"[\n{pad}  {inner}\n{pad}]"
-
-
-def _turn_text(r: TurnRecord, pad: str) -> str:
-    """``turn_json(r)`` as ``dumps`` indents it at ``pad``, formatted field by field (a long
-    replay has hundreds of thousands of turns); unusual values go the general way."""
-    if not (type(r.turn) is int and type(r.session) is str and type(r.session_turn) is int):
-        return _turn_text_general(r, pad)
-    tokens = r.tokens
-    if not tokens or not all(type(k) is str and type(v) is int for k, v in tokens.items()):
-        return _turn_text_general(r, pad)
+def turn_texts(
+    records: TurnRecords, pad: str, shared: dict[object, Any] | None = None
+) -> Iterator[str]:
+    """``turn_json`` of every record as ``dumps`` indents it at ``pad``, joined by ",\\n",
+    written straight from the records' columns (docs/engine.md), a few hundred turns a
+    piece. Each message id is quoted once and each turn's head (number, session) written once
+    for the document (``shared`` keeps them for its other strategies)."""
+    msgs, turns = records.messages, records.turns
+    cache: dict[object, Any] = {} if shared is None else shared
+    ids = cache.get(("ids", id(msgs)))
+    if ids is None:
+        ids = cache[("ids", id(msgs))] = [_encode_str(m.id) for m in msgs]
+    heads: dict[int, str] = cache.setdefault(("heads", id(turns), pad), {})
+    quote = ids.__getitem__
     p = pad + "  "
-    q = f",\n{p}  "
-    parts = [
-        f'{pad}{{\n{p}"turn": {r.turn},\n{p}"session": {_encode_str(r.session)},\n'
-        f'{p}"session_turn": {r.session_turn},\n{p}"tokens": {{\n{p}  '
-        + q.join(f"{_encode_str(k)}: {v}" for k, v in tokens.items())
-        + f'\n{p}}},\n{p}"entered": {_ids(r.entered, p)},\n{p}"evicted": {_ids(r.evicted, p)}'
-        f',\n{p}"summarized": {_ids(r.summarized, p)}'
-    ]
-    if r.dropped_by_session:
-        parts.append(f'{p}"dropped_by_session": {_ids(r.dropped_by_session, p)}')
-    if r.pinned:
-        pins = dumps([asdict(x) for x in r.pinned]).replace("\n", "\n" + p)
-        parts.append(f'{p}"pinned": {pins}')
-    if r.overflow:
-        parts.append(f'{p}"overflow": true')
-    return ",\n".join(parts) + f"\n{pad}}}"
-
-
-def _turn_text_general(r: TurnRecord, pad: str) -> str:
-    """``turn_json(r)`` as ``dumps`` indents it at ``pad`` (the common value types by hand)."""
-    p = pad + "  "
-    parts = []
-    for key, value in turn_json(r).items():
-        kind = type(value)
-        if kind is int:
-            text = str(value)
-        elif kind is str:
-            text = _encode_str(value)
-        elif kind is list and all(type(v) is str for v in value):
-            text = _ids(value, p)
-        elif kind is dict and value and all(type(v) is int for v in value.values()):
-            inner = f",\n{p}  ".join(f"{_encode_str(k)}: {v}" for k, v in value.items())
-            text = f"{{\n{p}  {inner}\n{p}}}"
-        else:  # booleans, pins, anything nested: the general encoder
-            text = dumps(value).replace("\n", "\n" + p)
-        parts.append(f"{p}{_encode_str(key)}: {text}")
-    return f"{pad}{{\n" + ",\n".join(parts) + f"\n{pad}}}"
+    sep, opening, closing = f",\n{p}  ", f"[\n{p}  ", f"\n{p}]"
+    head = f'{pad}{{\n{p}"turn": %d,\n{p}"session": %s,\n{p}"session_turn": %d,\n'
+    body = (
+        f'{p}"tokens": {{\n'
+        + ",\n".join(f"{p}  {_encode_str(s)}: %d" for s in SECTIONS)
+        + f'\n{p}}},\n{p}"entered": %s,\n{p}"evicted": %s,\n{p}"summarized": %s'
+    )
+    dropped_key, pinned_key = f',\n{p}"dropped_by_session": ', f',\n{p}"pinned": '
+    overflow, end = f',\n{p}"overflow": true', f"\n{pad}}}"
+    first, tokens, indices, ends = records.first, records.tokens, records.indices, records.ends
+    pins, over = records.pins, records.overflow
+    width = len(SECTIONS)
+    piece: list[str] = []
+    start = 0
+    for k in range(len(records)):
+        n = first + k
+        text = heads.get(n)
+        if text is None:
+            t = turns[n]
+            text = heads[n] = head % (t.number, _encode_str(t.session), t.session_turn)
+        at = 4 * k
+        e0, e1, e2, e3 = ends[at], ends[at + 1], ends[at + 2], ends[at + 3]
+        text += body % (
+            *tokens[k * width : (k + 1) * width],
+            opening + sep.join(map(quote, indices[start:e0])) + closing if e0 > start else "[]",
+            opening + sep.join(map(quote, indices[e0:e1])) + closing if e1 > e0 else "[]",
+            opening + sep.join(map(quote, indices[e1:e2])) + closing if e2 > e1 else "[]",
+        )
+        if e3 > e2:
+            text += dropped_key + opening + sep.join(map(quote, indices[e2:e3])) + closing
+        if k in pins:
+            text += pinned_key + dumps([asdict(x) for x in pins[k]]).replace("\n", "\n" + p)
+        if k in over:
+            text += overflow
+        piece.append(text + end)
+        start = e3
+        if len(piece) == 512:
+            yield (",\n" if k >= 512 else "") + ",\n".join(piece)
+            piece = []
+    if piece:
+        yield (",\n" if len(records) > len(piece) else "") + ",\n".join(piece)
 
 
 def call_json(c: CallTokens) -> dict[str, Any]:

@@ -165,6 +165,10 @@ class UnitQueue:
     def tokens(self) -> int:
         return self._sums[-1] - self._sums[self._head]
 
+    def newest_tokens(self) -> int:
+        """Tokens of the newest unit (0 for an empty window)."""
+        return self._units[-1].tokens if len(self._units) > self._head else 0
+
     def append(self, unit: Unit) -> None:
         self._units.append(unit)
         self._sums.append(self._sums[-1] + unit.tokens)

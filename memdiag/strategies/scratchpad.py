@@ -185,7 +185,7 @@ class Scratchpad:
     def fit(self, turn: int, fixed_tokens: int) -> Fit:
         fit = Fit()
         limit = self.budget - fixed_tokens
-        newest = self.queue.units[-1].tokens if self.queue.units else 0
+        newest = self.queue.newest_tokens()
         # pinned facts come before older messages, but never push out the newest unit
         cap = max(0, min(self.max_tokens, limit - newest))
         if self._dirty or cap != self._cap:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import operator
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from memdiag.errors import UnavailableError, UsageError
@@ -104,13 +104,13 @@ ADDITIVE_ENCODINGS = frozenset(
 )  # lines left out by the estimate that are re-tried with an exact count
 
 
-@dataclass(slots=True)
-class _Candidate:
-    role: str
-    text: str
-    order: int  # chronological position: previous summary lines first
-    score: int
-    tokens: int  # of the rendered line, newline included
+# A line that may be kept: (-score, -order, tokens, "role: text", role, text); sorted, the
+# tuples rank (higher score, then more recent: ``order`` is a line's unique chronological
+# place, previous summary lines first); ``tokens``: the line's estimated cost with newline.
+_Candidate = tuple[int, int, int, str, str, str]
+# (role, text, key, tokens per character of its message; None: count the line exactly)
+_Line = tuple[str, str, str, float | None]
+_ORDER = operator.itemgetter(1)  # -order: sorted in reverse, the oldest line first
 
 
 # Joins sentences for one scan per pattern: no feature pattern can match NUL or cross it, and
@@ -173,7 +173,7 @@ class ExtractiveSummarizer:
         # exact (with newline, alone) counts of summary lines; see _exact_cost
         self._exact: dict[str, tuple[int, int]] = {}
         # the lines of the summary this summarizer wrote last: the next call starts from it
-        self._written: tuple[str, list[tuple[str, str, str, int | None]]] = ("", [])
+        self._written: tuple[str, list[_Line]] = ("", [])
         self._additive = counter.encoding_name in ADDITIVE_ENCODINGS
         self._header_cost = counter.message_cost("system", "") + counter.count(
             SUMMARY_HEADER + "\n"
@@ -220,9 +220,9 @@ class ExtractiveSummarizer:
         date = _hits(_DATE_SCAN, joined, starts)
         capitalized = _hits(_CAPITALIZED_SCAN, joined, starts)
         constraint = _hits(_CONSTRAINT_SCAN, folded, folded_starts)
-        could = self.extractor.could_match_each(texts)
+        extracted = self.extractor.extract_many(texts)
         for k, n in enumerate(worth):
-            found = self.extractor.extract(texts[k]) if could[k] else ()
+            found = extracted[k]
             scores[n] = self._total(
                 items[n][0],
                 bool(found),
@@ -260,24 +260,22 @@ class ExtractiveSummarizer:
             score = max(0, score - 2)  # raw tool output is rarely what a user asks about later
         return score
 
-    def _measure(self, role: str, key: str, estimate: int | None) -> tuple[int, int]:
-        known = self._lines.get(key)
-        if known is None:
-            if len(self._lines) > 4096:
-                # the first estimate of a line stands until this clear: kept as it was, since
-                # the estimates steer which lines are tried (outputs stay byte-identical); the
-                # score, the costly part, is kept for the whole run in ``scores``
-                self._lines.clear()
-            score = self.scores[key]
-            if score <= 0:
-                tokens = 0
-            elif estimate is not None:
-                tokens = estimate + self._role_tokens(role)
-            else:
-                tokens = self.counter.count("\n" + key)
-            known = (score, tokens)
-            self._lines[key] = known
-        return known
+    def _measure(self, role: str, text: str, key: str, per_char: float | None) -> tuple[int, int]:
+        """(score, estimated tokens) of a line ``_lines`` does not hold, kept there."""
+        lines = self._lines
+        if len(lines) > 4096:
+            # the first estimate of a line stands until this clear: kept as it was, since
+            # the estimates steer which lines are tried (outputs stay byte-identical); the
+            # score, the costly part, is kept for the whole run in ``scores``
+            lines.clear()
+        score = self.scores[key]
+        if score <= 0:
+            lines[key] = (score, 0)
+        elif per_char is not None:
+            lines[key] = (score, max(1, round(per_char * len(text))) + self._role_tokens(role))
+        else:
+            lines[key] = (score, self.counter.count("\n" + key))
+        return lines[key]
 
     def _role_tokens(self, role: str) -> int:
         # "\n" + "role: " costs the same for every line of a role: count it once
@@ -293,39 +291,39 @@ class ExtractiveSummarizer:
         estimated in proportion to their length instead of encoding every sentence again
         (the choice is still checked with an exact count of the rendered summary).
         """
-        # (role, text, key, estimated tokens) of every line and sentence, in order
-        lines = list(self._previous_lines(previous))
-        for item, sentences in zip(
-            messages, split_sentences_many([item[1] for item in messages]), strict=True
-        ):
+        lines = list(self._previous_lines(previous))  # every line and sentence, in order
+        split = split_sentences_many([item[1] for item in messages])
+        for item, sentences in zip(messages, split, strict=True):
             role, text = item[0], item[1]
             hint = item[2] if len(item) > 2 else None
             per_char = hint / len(text) if hint and text else None
-            for sentence in sentences:
-                estimate = None if per_char is None else max(1, round(per_char * len(sentence)))
-                lines.append((role, sentence, f"{role}: {sentence}", estimate))
+            prefix = role + ": "
+            lines += [(role, sentence, prefix + sentence, per_char) for sentence in sentences]
         scores = self.scores
         fresh = {key: (role, text) for role, text, key, _ in lines if key not in scores}
         if fresh:
             scores.update(zip(fresh, self.score_many(list(fresh.values())), strict=True))
         candidates: list[_Candidate] = []
         seen: set[str] = set()
-        for order, (role, text, key, estimate) in enumerate(lines, 1):
+        known = self._lines.get
+        order = 0
+        for role, text, key, per_char in lines:
+            order += 1
             if key in seen:
                 continue
-            score, tokens = self._measure(role, key, estimate)
-            if score <= 0:
+            measured = known(key) or self._measure(role, text, key, per_char)
+            if measured[0] <= 0:
                 continue
             seen.add(key)
-            candidates.append(_Candidate(role, text, order, score, tokens))
+            candidates.append((-measured[0], -order, measured[1], key, role, text))
         return self._select(candidates, max_tokens)
 
-    def _previous_lines(self, previous: str) -> list[tuple[str, str, str, int | None]]:
+    def _previous_lines(self, previous: str) -> list[_Line]:
         """(role, text, key, None) of each line of ``previous`` (parsed once when it is ours)."""
         written, parsed = self._written
         if previous == written and written:
             return parsed
-        lines: list[tuple[str, str, str, int | None]] = []
+        lines: list[_Line] = []
         for line in previous.splitlines():
             if not line or line == SUMMARY_HEADER:
                 continue
@@ -342,13 +340,13 @@ class ExtractiveSummarizer:
         base = self.counter.section_cost(SUMMARY_HEADER)
         if not candidates or base >= max_tokens:
             return ""
-        ranked = sorted(candidates, key=lambda c: (-c.score, -c.order))
+        ranked = sorted(candidates)  # higher score first, then the more recent
         chosen: list[_Candidate] = []
         used = base
         for c in ranked:
-            if used + c.tokens <= max_tokens:
+            if used + c[2] <= max_tokens:
                 chosen.append(c)
-                used += c.tokens
+                used += c[2]
         # per-line counts are an estimate (BPE may merge across a line end, ":\n" is one
         # token): trim to the exact count, then try a few of the lines left out that the
         # exact count says may still fit
@@ -356,26 +354,26 @@ class ExtractiveSummarizer:
         while chosen and cost > max_tokens:
             chosen.pop()  # the lowest-ranked line
             cost = self._exact_cost(chosen)
-        picked = {id(c) for c in chosen}
+        picked = {c[1] for c in chosen}
         tries = 0
         for c in ranked:
             if tries == EXACT_RETRIES:
                 break
-            if id(c) in picked or (cost or base) + c.tokens > max_tokens + 1:
+            if c[1] in picked or (cost or base) + c[2] > max_tokens + 1:
                 continue
             tries += 1
             longer_cost = self._exact_cost([*chosen, c])
             if longer_cost <= max_tokens:
                 chosen.append(c)
-                picked.add(id(c))
+                picked.add(c[1])
                 cost = longer_cost
         if not chosen:
             return ""
-        text = self._render(chosen)
+        ordered = sorted(chosen, key=_ORDER, reverse=True)  # oldest first
+        text = self._render(ordered)
         self.counter.remember_section(text, cost)
-        ordered = sorted(chosen, key=lambda c: c.order)
-        if all(c.role in _LINE_ROLES for c in ordered):  # lines that parse back as written
-            self._written = (text, [(c.role, c.text, f"{c.role}: {c.text}", None) for c in ordered])
+        if all(c[4] in _LINE_ROLES for c in ordered):  # lines that parse back as written
+            self._written = (text, [(c[4], c[5], c[3], None) for c in ordered])
         return text
 
     def _exact_cost(self, chosen: list[_Candidate]) -> int:
@@ -390,23 +388,26 @@ class ExtractiveSummarizer:
         if not chosen:
             return 0
         if not self._additive:
-            return self.counter.section_cost(self._render(chosen))
+            return self.counter.section_cost(self._render(sorted(chosen, key=_ORDER, reverse=True)))
         counts = self._exact
         count = self.counter.count
         total = self._header_cost
-        lines = sorted(chosen, key=lambda c: c.order)
-        for n, c in enumerate(lines, 1):
-            key = f"{c.role}: {c.text}"
+        last = (0, 0)
+        newest = 1  # -order of the newest line so far (orders are positive)
+        for c in chosen:
+            key = c[3]
             known = counts.get(key)
             if known is None:
                 known = counts[key] = (count(key + "\n"), count(key))
-            total += known[0] if n < len(lines) else known[1]
-        return total
+            total += known[0]
+            if c[1] < newest:
+                newest, last = c[1], known
+        return total - last[0] + last[1]  # the newest line has no newline after it
 
     @staticmethod
-    def _render(chosen: list[_Candidate]) -> str:
-        lines = [f"{c.role}: {c.text}" for c in sorted(chosen, key=lambda c: c.order)]
-        return "\n".join([SUMMARY_HEADER, *lines])
+    def _render(ordered: list[_Candidate]) -> str:
+        """The summary text of lines in chronological order."""
+        return "\n".join([SUMMARY_HEADER, *(c[3] for c in ordered)])
 
 
 # --- recorded --------------------------------------------------------------------------------

@@ -110,10 +110,8 @@ class SummaryStrategy:
             if chunk:
                 # token counts from the run's single encoding pass let the summarizer
                 # estimate sentence costs instead of encoding every sentence again
-                messages = [
-                    (self.ctx.message(i).role, self.ctx.text(i), self.ctx.text_tokens(i))
-                    for i in chunk
-                ]
+                msgs, tokens = self.ctx.transcript.messages, self.ctx.text_tokens
+                messages = [(msgs[i].role, msgs[i].content, tokens(i)) for i in chunk]
                 self._set_summary(
                     self.summarizer.summarize(self.summary, messages, self.summary_max_tokens)
                 )
