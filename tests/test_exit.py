@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, ROOT
 
 # runs `memdiag ARGS...` through main(), recording whether os._exit ended it
@@ -82,10 +84,21 @@ def test_with_another_thread_alive_the_exit_is_the_normal_one(tmp_path: Path) ->
     assert marks.count("atexit") == 1
 
 
-def test_a_closed_pipe_exits_as_before(tmp_path: Path) -> None:
-    """`memdiag replay x | head -c 1`: the command's own code, nothing on stderr."""
+@pytest.mark.parametrize(("messages", "read"), [(0, 1), (0, 0), (3000, 1)])
+def test_a_closed_pipe_exits_as_before(tmp_path: Path, messages: int, read: int) -> None:
+    """`memdiag replay x | head -c 1`: the command's own code, nothing on stderr, whether the
+    reader leaves while the command writes (a long output) or before the last flush at exit
+    (a short one, buffered until then; the normal exit ended 120 there)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMDIAG_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "memdiag", "replay", str(FIXTURES / "allergy.jsonl")]
+    source = FIXTURES / "allergy.jsonl"
+    if messages:
+        source = tmp_path / "long.jsonl"
+        lines = [
+            json.dumps({"role": "user" if k % 2 == 0 else "assistant", "content": f"message {k}"})
+            for k in range(messages)
+        ]
+        source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "memdiag", "replay", str(source)]
     proc = subprocess.Popen(
         [*cmd, "--format", "json", "--show", "all"],
         stdout=subprocess.PIPE,
@@ -94,7 +107,7 @@ def test_a_closed_pipe_exits_as_before(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(1)
+    proc.stdout.read(read)  # 0: the reader is gone before the command writes a byte
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0
@@ -109,3 +122,24 @@ def test_under_a_profiler_the_exit_is_the_normal_one(tmp_path: Path) -> None:
     proc = subprocess.run([*cmd, str(FIXTURES / "allergy.jsonl")], env=env, cwd=ROOT)
     assert proc.returncode == 0
     assert out.stat().st_size > 0
+
+
+def test_output_left_for_a_reader_that_went_away_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last flush meets a closed pipe (what a short `| head -c 1` run meets at exit): no
+    error, and the buffered rest goes nowhere, so the interpreter's own flush cannot fail."""
+    import io
+
+    from memdiag.cli.runtime import _flushed
+
+    read_end, write_end = os.pipe()
+    out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(write_end, "w")), encoding="utf-8")
+    out.write("x" * 100)  # buffered, not yet written
+    os.close(read_end)
+    monkeypatch.setattr(sys, "stdout", out)
+    assert _flushed()
+    out.write("more")
+    out.flush()  # the descriptor is now /dev/null: nothing raises
+    assert os.path.samefile(f"/proc/self/fd/{write_end}", os.devnull)
+    out.close()

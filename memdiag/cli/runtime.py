@@ -250,7 +250,9 @@ def exit_now(code: int) -> NoReturn:
     the atexit handlers run (coverage, multiprocessing, logging), then stdout and stderr are
     flushed. Only from a process running one thread, native ones included (a library thread
     may still be writing), and not in Python's development mode; otherwise, or if a flush
-    fails (a closed pipe), the normal exit, which reports that as it always has. Under a
+    fails for another reason than a closed pipe, the normal exit. A reader that went away
+    before the last of the output (``| head -c 1``) is no error, as inside the command: the
+    command's own code, nothing on stderr (the normal exit would end 120). Under a
     profiler, tracer or debugger (``python -m cProfile``, coverage, pdb) too: they write what
     they found after the program returns.
     """
@@ -268,12 +270,24 @@ def exit_now(code: int) -> NoReturn:
         or threading.active_count() != 1
         or os_threads() not in (None, 1)
     ):
+        _flushed()  # a closed pipe ends with the command's code here too, not 120
         sys.exit(code)
     run_exitfuncs()
+    if not _flushed():
+        sys.exit(code)
+    os._exit(code)
+
+
+def _flushed() -> bool:
+    """Flush stdout and stderr. A reader that went away before the last of the output
+    (``| head -c 1``) is no error, as inside the command: what is left goes nowhere."""
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
-        sys.exit(code)
-    os._exit(code)
+        return False
+    return True
