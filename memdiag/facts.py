@@ -175,6 +175,7 @@ class FactSet:
         self._needed: list[int] = []
         self._always: list[int] = []  # facts the bound cannot rule out (no terms, or needs 0)
         self._by_term: dict[str, list[int]] = {}
+        self._line_terms: dict[str, tuple[str, ...]] = {}  # line -> the terms it holds
         for k, fact in enumerate(self.facts):
             words, grams = fact_terms(fact)
             terms = (*words, *grams)
@@ -200,12 +201,51 @@ class FactSet:
             if term in folded:
                 for k in holders:
                     counts[k] = counts.get(k, 0) + 1
+        return self._matching(text, counts, folded, terms)
+
+    def stated_in_lines(
+        self, text: str, terms: Callable[[str], tuple[frozenset[str], str]] = text_terms
+    ) -> list[int]:
+        """``stated_in(text)`` for a text whose lines recur (a running summary, pinned facts).
+
+        A term of a fact is made of word characters, never a newline, and folding never joins
+        characters across one (see :class:`LineTerms`): the terms in the text are those in its
+        lines, each distinct line searched once per set. A property test holds it equal.
+        """
+        present: set[str] = set()
+        known = self._line_terms
+        for line in text.split("\n"):
+            found = known.get(line)
+            if found is None:
+                folded = fold(line)
+                found = known[line] = tuple(t for t in self._by_term if t in folded)
+            present.update(found)
+        counts: dict[int, int] = {}
+        by_term = self._by_term
+        for term in present:
+            for k in by_term[term]:
+                counts[k] = counts.get(k, 0) + 1
+        return self._matching(text, counts, None, terms)
+
+    def _matching(
+        self,
+        text: str,
+        counts: dict[int, int],
+        folded: str | None,
+        terms: Callable[[str], tuple[frozenset[str], str]],
+    ) -> list[int]:
+        """The facts that pass the bound (``counts``: their terms in the text) and match."""
         needed = self._needed
         passing = {k for k, n in counts.items() if n >= needed[k]}
         out = []
-        for k in sorted(passing.union(self._always)):
-            bounded = k not in self._always  # the bound held: match() need not count again
-            if match(self.facts[k], text, self.threshold, folded, terms, bounded) is not None:
+        always = self._always
+        if folded is None and always:
+            folded = fold(text)
+        for k in sorted(passing.union(always)):
+            bounded = k not in always  # the bound held: match() need not count again
+            # (a bounded match reads no folded text: "" spares it folding the whole text)
+            arg = folded if folded is not None or not bounded else ""
+            if match(self.facts[k], text, self.threshold, arg, terms, bounded) is not None:
                 out.append(k)
         return out
 
