@@ -176,6 +176,7 @@ class FactSet:
         self._always: list[int] = []  # facts the bound cannot rule out (no terms, or needs 0)
         self._by_term: dict[str, list[int]] = {}
         self._line_terms: dict[str, tuple[str, ...]] = {}  # line -> the terms it holds
+        self._line_stated: dict[str, list[int]] = {}  # line -> the facts it states
         for k, fact in enumerate(self.facts):
             words, grams = fact_terms(fact)
             terms = (*words, *grams)
@@ -203,6 +204,13 @@ class FactSet:
                     counts[k] = counts.get(k, 0) + 1
         return self._matching(text, counts, folded, terms)
 
+    @staticmethod
+    @lru_cache(maxsize=4)
+    def of(facts: tuple[str, ...], threshold: float = FUZZY_THRESHOLD) -> FactSet:
+        """One set per list of facts for the process (the last few): every replay of a run
+        tracks the same facts, and the report asks them of the same lines again."""
+        return FactSet(facts, threshold)
+
     def stated_in_lines(
         self, text: str, terms: Callable[[str], tuple[frozenset[str], str]] = text_terms
     ) -> list[int]:
@@ -210,22 +218,41 @@ class FactSet:
 
         A term of a fact is made of word characters, never a newline, and folding never joins
         characters across one (see :class:`LineTerms`): the terms in the text are those in its
-        lines, each distinct line searched once per set. A property test holds it equal.
+        lines, each distinct line searched once per set. A fact that one line states, the whole
+        text states (its words and normalized text hold the line's), so only the others that
+        pass the bound are matched against the text. A property test holds it equal.
         """
         present: set[str] = set()
-        known = self._line_terms
+        sure: set[int] = set()
         for line in text.split("\n"):
-            found = known.get(line)
-            if found is None:
-                folded = fold(line)
-                found = known[line] = tuple(t for t in self._by_term if t in folded)
-            present.update(found)
+            present.update(self._terms_in(line))
+            sure.update(self.stated_by_line(line))
         counts: dict[int, int] = {}
         by_term = self._by_term
         for term in present:
             for k in by_term[term]:
                 counts[k] = counts.get(k, 0) + 1
-        return self._matching(text, counts, None, terms)
+        return self._matching(text, counts, None, terms, sure)
+
+    def stated_by_line(self, line: str) -> list[int]:
+        """``stated_in(line)``, found once per distinct line (``line`` holds no newline)."""
+        found = self._line_stated.get(line)
+        if found is None:
+            counts: dict[int, int] = {}
+            by_term = self._by_term
+            for term in self._terms_in(line):
+                for k in by_term[term]:
+                    counts[k] = counts.get(k, 0) + 1
+            found = self._line_stated[line] = self._matching(line, counts, None, text_terms)
+        return found
+
+    def _terms_in(self, line: str) -> tuple[str, ...]:
+        """The facts' terms that occur in ``line``, searched once per distinct line."""
+        found = self._line_terms.get(line)
+        if found is None:
+            folded = fold(line)
+            found = self._line_terms[line] = tuple(t for t in self._by_term if t in folded)
+        return found
 
     def _matching(
         self,
@@ -233,8 +260,10 @@ class FactSet:
         counts: dict[int, int],
         folded: str | None,
         terms: Callable[[str], tuple[frozenset[str], str]],
+        sure: set[int] | frozenset[int] = frozenset(),
     ) -> list[int]:
-        """The facts that pass the bound (``counts``: their terms in the text) and match."""
+        """The facts that pass the bound (``counts``: their terms in the text) and match
+        (those in ``sure`` are known to)."""
         needed = self._needed
         passing = {k for k, n in counts.items() if n >= needed[k]}
         out = []
@@ -242,6 +271,9 @@ class FactSet:
         if folded is None and always:
             folded = fold(text)
         for k in sorted(passing.union(always)):
+            if k in sure:
+                out.append(k)
+                continue
             bounded = k not in always  # the bound held: match() need not count again
             # (a bounded match reads no folded text: "" spares it folding the whole text)
             arg = folded if folded is not None or not bounded else ""

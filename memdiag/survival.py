@@ -197,7 +197,7 @@ class FactTracker:
         if not text:
             return set()
         if self.fact_set is None:
-            self.fact_set = FactSet(self.facts)
+            self.fact_set = FactSet.of(tuple(self.facts))
         return set(self.fact_set.stated_in_lines(text, self.line_terms))
 
     def results(self, final: WindowView) -> list[FactSurvival]:

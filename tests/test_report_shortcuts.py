@@ -156,6 +156,8 @@ def test_a_fact_set_states_line_by_line_what_matching_every_fact_states(facts, l
         direct = [k for k, f in enumerate(facts) if match(f, text) is not None]
         assert facts_.stated_in_lines(text, terms) == direct
         assert facts_.stated_in_lines(text) == direct
+        for line in text.split("\n"):  # one line alone, as the report's table of lines asks
+            assert facts_.stated_by_line(line) == facts_.stated_in(line)
         lines = [*lines[1:], data.draw(TEXT | EDGES)]
 
 

@@ -36,7 +36,7 @@ class _Lines:
 
     def __init__(self, facts: Sequence[str]) -> None:
         self.facts = facts
-        self.stated = FactSet(facts)
+        self.stated = FactSet.of(tuple(facts))  # the replays' set: their lines are known
         self.lines: list[str] = []
         self.index: dict[str, int] = {}
         self.holds: list[list[int]] = []  # per line: the tracked facts it states
@@ -56,7 +56,7 @@ class _Lines:
         """The tracked facts that ``line`` states."""
         if not line.strip():
             return []
-        return self.stated.stated_in(line)
+        return self.stated.stated_by_line(line)
 
 
 def _compact(values: Sequence[int]) -> int | list[int]:
