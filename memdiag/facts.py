@@ -177,8 +177,10 @@ class FactSet:
         self._by_term: dict[str, list[int]] = {}
         self._line_terms: dict[str, tuple[str, ...]] = {}  # line -> the terms it holds
         self._line_stated: dict[str, list[int]] = {}  # line -> the facts it states
+        self._parts: list[tuple[frozenset[str], frozenset[str], str]] = []  # what match() reads
         for k, fact in enumerate(self.facts):
             words, grams = fact_terms(fact)
+            self._parts.append((words, grams, _fact_norm(fact)))
             terms = (*words, *grams)
             needed = math.ceil(threshold * len(terms) - 1e-9)
             self._needed.append(needed)
@@ -270,15 +272,25 @@ class FactSet:
         always = self._always
         if folded is None and always:
             folded = fold(text)
+        found: tuple[frozenset[str], str] | None = None  # terms(text), asked once
         for k in sorted(passing.union(always)):
             if k in sure:
                 out.append(k)
-                continue
-            bounded = k not in always  # the bound held: match() need not count again
-            # (a bounded match reads no folded text: "" spares it folding the whole text)
-            arg = folded if folded is not None or not bounded else ""
-            if match(self.facts[k], text, self.threshold, arg, terms, bounded) is not None:
-                out.append(k)
+            elif k in always:
+                if match(self.facts[k], text, self.threshold, folded, terms) is not None:
+                    out.append(k)
+            else:
+                # the bound held, so what match() decides next, without its calls per fact:
+                # the fact's normalized text in the text's, or enough of its terms there
+                words, grams, nf = self._parts[k]
+                if not nf:
+                    continue
+                if found is None:
+                    found = terms(text)
+                tw, nt = found
+                hit = len(words & tw) + sum(1 for g in grams if g in nt)
+                if nf in nt or hit / (len(words) + len(grams)) >= self.threshold:
+                    out.append(k)
         return out
 
 
