@@ -175,8 +175,12 @@ class FactSet:
         self._needed: list[int] = []
         self._always: list[int] = []  # facts the bound cannot rule out (no terms, or needs 0)
         self._by_term: dict[str, list[int]] = {}
+        self._line_terms: dict[str, tuple[str, ...]] = {}  # line -> the terms it holds
+        self._line_stated: dict[str, list[int]] = {}  # line -> the facts it states
+        self._parts: list[tuple[frozenset[str], frozenset[str], str]] = []  # what match() reads
         for k, fact in enumerate(self.facts):
             words, grams = fact_terms(fact)
+            self._parts.append((words, grams, _fact_norm(fact)))
             terms = (*words, *grams)
             needed = math.ceil(threshold * len(terms) - 1e-9)
             self._needed.append(needed)
@@ -200,13 +204,93 @@ class FactSet:
             if term in folded:
                 for k in holders:
                     counts[k] = counts.get(k, 0) + 1
+        return self._matching(text, counts, folded, terms)
+
+    @staticmethod
+    @lru_cache(maxsize=4)
+    def of(facts: tuple[str, ...], threshold: float = FUZZY_THRESHOLD) -> FactSet:
+        """One set per list of facts for the process (the last few): every replay of a run
+        tracks the same facts, and the report asks them of the same lines again."""
+        return FactSet(facts, threshold)
+
+    def stated_in_lines(
+        self, text: str, terms: Callable[[str], tuple[frozenset[str], str]] = text_terms
+    ) -> list[int]:
+        """``stated_in(text)`` for a text whose lines recur (a running summary, pinned facts).
+
+        A term of a fact is made of word characters, never a newline, and folding never joins
+        characters across one (see :class:`LineTerms`): the terms in the text are those in its
+        lines, each distinct line searched once per set. A fact that one line states, the whole
+        text states (its words and normalized text hold the line's), so only the others that
+        pass the bound are matched against the text. A property test holds it equal.
+        """
+        present: set[str] = set()
+        sure: set[int] = set()
+        for line in text.split("\n"):
+            present.update(self._terms_in(line))
+            sure.update(self.stated_by_line(line))
+        counts: dict[int, int] = {}
+        by_term = self._by_term
+        for term in present:
+            for k in by_term[term]:
+                counts[k] = counts.get(k, 0) + 1
+        return self._matching(text, counts, None, terms, sure)
+
+    def stated_by_line(self, line: str) -> list[int]:
+        """``stated_in(line)``, found once per distinct line (``line`` holds no newline)."""
+        found = self._line_stated.get(line)
+        if found is None:
+            counts: dict[int, int] = {}
+            by_term = self._by_term
+            for term in self._terms_in(line):
+                for k in by_term[term]:
+                    counts[k] = counts.get(k, 0) + 1
+            found = self._line_stated[line] = self._matching(line, counts, None, text_terms)
+        return found
+
+    def _terms_in(self, line: str) -> tuple[str, ...]:
+        """The facts' terms that occur in ``line``, searched once per distinct line."""
+        found = self._line_terms.get(line)
+        if found is None:
+            folded = fold(line)
+            found = self._line_terms[line] = tuple(t for t in self._by_term if t in folded)
+        return found
+
+    def _matching(
+        self,
+        text: str,
+        counts: dict[int, int],
+        folded: str | None,
+        terms: Callable[[str], tuple[frozenset[str], str]],
+        sure: set[int] | frozenset[int] = frozenset(),
+    ) -> list[int]:
+        """The facts that pass the bound (``counts``: their terms in the text) and match
+        (those in ``sure`` are known to)."""
         needed = self._needed
         passing = {k for k, n in counts.items() if n >= needed[k]}
         out = []
-        for k in sorted(passing.union(self._always)):
-            bounded = k not in self._always  # the bound held: match() need not count again
-            if match(self.facts[k], text, self.threshold, folded, terms, bounded) is not None:
+        always = self._always
+        if folded is None and always:
+            folded = fold(text)
+        found: tuple[frozenset[str], str] | None = None  # terms(text), asked once
+        for k in sorted(passing.union(always)):
+            if k in sure:
                 out.append(k)
+            elif k in always:
+                if match(self.facts[k], text, self.threshold, folded, terms) is not None:
+                    out.append(k)
+            else:
+                # the bound held, so what match() decides next, without its calls per fact:
+                # the fact's normalized text in the text's, or enough of its terms there
+                words, grams, nf = self._parts[k]
+                if not nf:
+                    continue
+                if found is None:
+                    found = terms(text)
+                tw, nt = found
+                hit = len(words & tw) + sum(1 for g in grams if g in nt)
+                if nf in nt or hit / (len(words) + len(grams)) >= self.threshold:
+                    out.append(k)
         return out
 
 

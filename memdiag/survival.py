@@ -7,7 +7,7 @@ of the summary and pinned text when those change, so following facts keeps a rep
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,17 +57,27 @@ class FactSurvival:
 
 
 class FactTracker:
-    """Incremental fact survival: O(1) per evidence event, O(summary) when the summary changes."""
+    """Incremental fact survival: O(1) per evidence event, O(summary) when the summary changes.
+
+    Facts stated by the same messages share one counter of those messages in the window (a
+    hundred tracked sentences of one conversation often fall into a few such groups), and a
+    fact is looked at only in a turn where its counter reached or left zero, its evidence
+    entered, or the summary or pins it is in changed: otherwise whether it is kept cannot have
+    changed. The answers are those of following every fact through every event (a property
+    test holds them equal).
+    """
 
     def __init__(self, facts: Sequence[str], rctx: Facts) -> None:
         self.facts = list(facts)
+        n = len(self.facts)
         self.active = bool(self.facts)
-        self.evidence: dict[int, list[int]] = {}  # message index -> facts it states
+        self.evidence: dict[int, list[int]] = {}  # message index -> groups it states
         self.state: list[FactSurvival] = []
-        self.in_window = [0] * len(self.facts)
-        self.in_summary = [False] * len(self.facts)
-        self.pinned = [False] * len(self.facts)
-        self.kept = [False] * len(self.facts)
+        self.group_of: list[int] = []  # fact -> its group (the facts of the same evidence)
+        self.members: list[list[int]] = []  # group -> its facts
+        self.in_summary = [False] * n
+        self.pinned = [False] * n
+        self.kept = [False] * n
         self.first = True  # no turn evaluated yet
         self.line_terms = LineTerms()  # summary and pinned lines recur from turn to turn
         self.fact_set: FactSet | None = None  # made when a summary or pins first appear
@@ -76,12 +86,21 @@ class FactTracker:
             bool(rctx.memory_text) and match(f, rctx.memory_text) is not None for f in self.facts
         ]
         msgs = rctx.transcript.messages
+        groups: dict[tuple[int, ...], int] = {}
         for k, fact in enumerate(self.facts):
-            ids: list[str] = []
-            for i in rctx.evidence_of(fact):
-                self.evidence.setdefault(i, []).append(k)
-                ids.append(msgs[i].id)
+            found = tuple(rctx.evidence_of(fact))
+            g = groups.get(found)
+            if g is None:
+                g = groups[found] = len(self.members)
+                self.members.append([])
+                for i in found:
+                    self.evidence.setdefault(i, []).append(g)
+            self.members[g].append(k)
+            self.group_of.append(g)
+            ids = [msgs[i].id for i in found]
             self.state.append(FactSurvival(fact, ids, ids[0] if ids else None))
+        self.in_window = [0] * len(self.members)  # per group: its messages in the window
+        self.seen = [False] * len(self.members)  # per group: its evidence entered once
 
     def update(
         self, turn: int, strategy: Strategy, fit: object, entered: list[int], dropped: list[int]
@@ -89,74 +108,85 @@ class FactTracker:
         from memdiag.strategies.base import Fit
 
         assert isinstance(fit, Fit)
+        evidence = self.evidence
         if not (self.first or dropped or fit.summary_changed or fit.pinned_changed):
-            stated = self.evidence.keys()  # no evidence moved, nothing else changed: done
+            stated = evidence.keys()  # no evidence moved, nothing else changed: done
             if all(map(stated.isdisjoint, (entered, fit.evicted, fit.summarized))):
                 return
-        reason: dict[int, str] = {}
+        n = len(self.facts)
+        count = self.in_window
+        crossed: set[int] = set()  # groups whose counter reached or left zero this turn
+        why: dict[int, str] = {}  # group -> how its evidence left (the first way this turn)
+        reset: set[int] = set()  # facts in the summary or pins when the session ended
         if dropped:
             for i in dropped:
-                for k in self.evidence.get(i, ()):
-                    self.in_window[k] -= 1
-                    reason[k] = "session_end"
-            for k in range(len(self.facts)):
-                if self.in_summary[k] or self.pinned[k]:
-                    reason[k] = "session_end"
-            self.in_summary = [False] * len(self.facts)
-            self.pinned = [False] * len(self.facts)
+                for g in evidence.get(i, ()):
+                    c = count[g] = count[g] - 1
+                    if c <= 0:
+                        crossed.add(g)
+                    why[g] = "session_end"
+            reset = {k for k in range(n) if self.in_summary[k] or self.pinned[k]}
+            self.in_summary = [False] * n
+            self.pinned = [False] * n
         arrived: set[int] = set()
-        flipped: set[int] = set()
         for i in entered:
-            for k in self.evidence.get(i, ()):
-                self.in_window[k] += 1
-                arrived.add(k)
-                st = self.state[k]
-                if st.stated_at_turn is None:
-                    st.stated_at_turn = turn
-        for i in fit.evicted:
-            for k in self.evidence.get(i, ()):
-                self.in_window[k] -= 1
-                reason.setdefault(k, "evicted")
-        for i in fit.summarized:
-            for k in self.evidence.get(i, ()):
-                self.in_window[k] -= 1
-                reason.setdefault(k, "summarized_away")
+            for g in evidence.get(i, ()):
+                c = count[g]
+                if c <= 0:
+                    crossed.add(g)
+                count[g] = c + 1
+                arrived.add(g)
+                if not self.seen[g]:
+                    self.seen[g] = True
+                    for k in self.members[g]:
+                        self.state[k].stated_at_turn = turn
+        for moved, how in ((fit.evicted, "evicted"), (fit.summarized, "summarized_away")):
+            for i in moved:
+                for g in evidence.get(i, ()):
+                    c = count[g] = count[g] - 1
+                    if c <= 0:
+                        crossed.add(g)
+                    why.setdefault(g, how)
+        flipped: dict[int, str | None] = {}  # fact -> how the summary or pins let it go
         if fit.summary_changed or fit.pinned_changed:
             view = strategy.view()
             # each text folded once, and each term of the facts looked for once (FactSet)
             summary = self._stated(view.summary) if fit.summary_changed else set()
             pinned = self._stated(view.pinned) if fit.pinned_changed else set()
-            for k in range(len(self.facts)):
+            for k in range(n):
                 if fit.summary_changed:
                     was = self.in_summary[k]
-                    self.in_summary[k] = k in summary
-                    if was != self.in_summary[k]:
-                        flipped.add(k)
-                    if was and not self.in_summary[k]:
-                        reason.setdefault(k, "summarized_away")
+                    self.in_summary[k] = now = k in summary
+                    if was != now:
+                        flipped.setdefault(k, "summarized_away" if was else None)
                 if fit.pinned_changed:
                     was = self.pinned[k]
-                    self.pinned[k] = k in pinned
-                    if was != self.pinned[k]:
-                        flipped.add(k)
-                    if was and not self.pinned[k]:
-                        reason.setdefault(k, "unpinned")
-        # only a fact whose evidence, summary or pins changed this turn can change (all of them
-        # at the first turn): O(events) per turn, not O(facts)
-        touched = range(len(self.state)) if self.first else {*reason, *arrived, *flipped}
+                    self.pinned[k] = now = k in pinned
+                    if was != now:
+                        if was and flipped.get(k) is None:
+                            flipped[k] = "unpinned"
+                        else:
+                            flipped.setdefault(k, None)
+        # whether a fact is kept changes only when one of its parts changed (all of them at
+        # the first turn): O(events) per turn, not O(facts)
+        if self.first:
+            touched: Iterable[int] = range(n)
+        else:
+            touched = {k for g in crossed for k in self.members[g]}
+            touched.update(flipped, reset)
         self.first = False
+        group_of = self.group_of
         for k in touched:
+            g = group_of[k]
+            kept = count[g] > 0 or self.in_summary[k] or self.pinned[k] or self.in_memory[k]
             st = self.state[k]
-            kept = (
-                self.in_window[k] > 0 or self.in_summary[k] or self.pinned[k] or self.in_memory[k]
-            )
             if kept and not self.kept[k]:
                 st.history.append({"turn": turn, "event": "kept"})
                 st.lost_at_turn = None
                 st.mechanism = None
-            elif not kept and (self.kept[k] or k in arrived):
+            elif not kept and (self.kept[k] or g in arrived):
                 # (or: stated and pushed out within the same turn, never seen by the model)
-                mech = reason.get(k, "evicted")
+                mech = "session_end" if k in reset else why.get(g) or flipped.get(k) or "evicted"
                 st.history.append({"turn": turn, "event": "lost", "mechanism": mech})
                 st.lost_at_turn = turn
                 st.mechanism = mech
@@ -167,8 +197,8 @@ class FactTracker:
         if not text:
             return set()
         if self.fact_set is None:
-            self.fact_set = FactSet(self.facts)
-        return set(self.fact_set.stated_in(text, fold(text), self.line_terms))
+            self.fact_set = FactSet.of(tuple(self.facts))
+        return set(self.fact_set.stated_in_lines(text, self.line_terms))
 
     def results(self, final: WindowView) -> list[FactSurvival]:
         for k, st in enumerate(self.state):
@@ -178,7 +208,7 @@ class FactTracker:
 
     def _holder(self, k: int) -> str:
         """What keeps fact ``k`` in the window, strongest first."""
-        if self.in_window[k] > 0:
+        if self.in_window[self.group_of[k]] > 0:
             return "verbatim"
         if self.pinned[k]:
             return "pinned"

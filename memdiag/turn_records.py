@@ -4,9 +4,9 @@ A replay of a long transcript has one record per turn and strategy: what entered
 evicted, summarized or dropped at a session start, and the window's tokens by section. The
 engine appends each turn's numbers to a few arrays (message indices, not ids; six token counts)
 instead of building a record object, four tuples of ids and a dict per turn. The JSON renderer
-writes the document from these columns; :class:`TurnRecord` objects are made only for callers
-that ask for them (the table, the HTML report, a diagnosis), once, and they are exactly the
-records the engine would have built (a property test holds them equal).
+writes the document from these columns, and so does the HTML report's data; :class:`TurnRecord`
+objects are made only for callers that ask for them (the table, a diagnosis), once, and they
+are exactly the records the engine would have built (a property test holds them equal).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from memdiag.facts import FactSet
 from memdiag.recorder import TextRecorder, WindowTexts
 from memdiag.replay import ReplayReport, StrategyReplay
 from memdiag.transcript.model import Message, Transcript
+from memdiag.turn_records import LISTS
 
 SECTIONS = ("system", "scratchpad", "summary", "memories", "messages")
 __all__ = ["TextRecorder", "document", "report_costs", "run_data"]
@@ -35,7 +36,7 @@ class _Lines:
 
     def __init__(self, facts: Sequence[str]) -> None:
         self.facts = facts
-        self.stated = FactSet(facts)
+        self.stated = FactSet.of(tuple(facts))  # the replays' set: their lines are known
         self.lines: list[str] = []
         self.index: dict[str, int] = {}
         self.holds: list[list[int]] = []  # per line: the tracked facts it states
@@ -55,7 +56,7 @@ class _Lines:
         """The tracked facts that ``line`` states."""
         if not line.strip():
             return []
-        return self.stated.stated_in(line)
+        return self.stated.stated_by_line(line)
 
 
 def _compact(values: Sequence[int]) -> int | list[int]:
@@ -81,10 +82,17 @@ def _strategy(
     texts: WindowTexts,
     lines: _Lines,
 ) -> dict[str, Any]:
+    """One strategy's column, read from its compact turn records (no record object made):
+    the message indices of each turn's lists as they are, each section's tokens a column."""
     turns = res.turns
-
-    def ids(seq: Sequence[str]) -> list[int]:
-        return [pos[i] for i in seq if i in pos]
+    n = len(turns)
+    indices, ends = turns.indices, turns.ends
+    lists: list[list[list[int]]] = [[], [], [], []]  # entered, evicted, summarized, dropped
+    start = 0
+    for at, end in enumerate(ends):
+        lists[at % LISTS].append(indices[start:end].tolist())
+        start = end
+    number = [turns.turn(k).number for k in range(n)]
 
     def sparse(changes: list[tuple[int, str]]) -> list[list[Any]]:
         return [[turn, lines.encode(text) if text else []] for turn, text in changes]
@@ -92,18 +100,18 @@ def _strategy(
     return {
         "name": res.name,
         "budget": res.budget,
-        "first_turn": turns[0].turn if turns else 1,
-        "tokens": {s: _compact([r.tokens.get(s, 0) for r in turns]) for s in SECTIONS},
-        "entered": [ids(r.entered) for r in turns],
-        "evicted": [ids(r.evicted) for r in turns],
-        "summarized": [ids(r.summarized) for r in turns],
-        "dropped": [ids(r.dropped_by_session) for r in turns],
+        "first_turn": number[0] if n else 1,
+        "tokens": {s: _compact(turns.column(s).tolist()) for s in SECTIONS},
+        "entered": lists[0],
+        "evicted": lists[1],
+        "summarized": lists[2],
+        "dropped": lists[3],
         "pins": [
-            [r.turn, p.field, p.value, p.previous, pos.get(p.message_id)]
-            for r in turns
-            for p in r.pinned
+            [number[k], p.field, p.value, p.previous, pos.get(p.message_id)]
+            for k in sorted(turns.pins)
+            for p in turns.pins[k]
         ],
-        "overflow": [r.turn for r in turns if r.overflow],
+        "overflow": [number[k] for k in sorted(turns.overflow)],
         "summary": sparse(texts.summary),
         "pinned": sparse(texts.pinned),
         "facts": [
