@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from memdiag.sentence_split import plain, sentences, split_plain, stops
+
 
 class LazyPattern:
     """A regex compiled on first use. Compiling costs 0.2-2 ms a pattern, and a replay needs
@@ -81,85 +83,30 @@ def split_sentences_many(texts: Sequence[str]) -> list[list[str]]:
     do, and the NUL comes out as a sentence of its own that marks where a text ends. A newline
     is put after each of 。！？； first, which makes their boundary a newline one (the whitespace
     a boundary leaves at a sentence's edge is dropped either way). Texts whose only whitespace
-    is single spaces and newlines (``_plain``, most chat messages) are split with ``str``
-    methods: every ". ", "! ", "? " becomes a newline and the text is split at newlines, ~4×
-    faster than a regex; the others with ``_PLAIN_BOUNDARY``, which finds every boundary ~3×
-    faster than ``_BOUNDARY``. A property test holds the results equal.
+    is single spaces and newlines (``sentence_split.plain``, most chat messages) are split
+    with ``str`` methods: every ". ", "! ", "? " becomes a newline and the text is split at
+    newlines, faster than a regex; the others with ``_PLAIN_BOUNDARY``, which finds every
+    boundary ~3× faster than ``_BOUNDARY``. Property tests hold the results equal.
     """
     if any("\0" in t for t in texts):
         return [split_sentences(t) for t in texts]
     if not texts:
         return []
-    stopped = [_stops(t) for t in texts]
+    stopped = [stops(t) for t in texts]
     joined = "\n\0\n".join(stopped)
-    if _plain(joined):
-        return _sentences(_split_plain(joined), plain=True)
-    plain = [n for n, t in enumerate(stopped) if _plain(t)]
-    if not plain:
-        return _sentences(_PLAIN_BOUNDARY.split(joined))
-    other = [n for n, t in enumerate(stopped) if not _plain(t)]
+    if plain(joined):
+        return sentences(split_plain(joined), plain=True)
+    easy = [n for n, t in enumerate(stopped) if plain(t)]
+    if not easy:
+        return sentences(_PLAIN_BOUNDARY.split(joined))
+    other = [n for n, t in enumerate(stopped) if not plain(t)]
     out: list[list[str]] = [[] for _ in texts]
     for group, split in (
-        (plain, _sentences(_split_plain("\n\0\n".join([stopped[n] for n in plain])), True)),
-        (other, _sentences(_PLAIN_BOUNDARY.split("\n\0\n".join([stopped[n] for n in other])))),
+        (easy, sentences(split_plain("\n\0\n".join([stopped[n] for n in easy])), True)),
+        (other, sentences(_PLAIN_BOUNDARY.split("\n\0\n".join([stopped[n] for n in other])))),
     ):
-        for n, sentences in zip(group, split, strict=True):
-            out[n] = sentences
-    return out
-
-
-def _stops(text: str) -> str:
-    """``text`` with a newline after each of 。！？； (see ``split_sentences_many``), and a
-    space after that newline dropped: the sentence after it starts at the same place."""
-    if not text.isascii():
-        for stop in "。！？；":
-            if stop in text:
-                text = text.replace(stop, stop + "\n").replace(stop + "\n ", stop + "\n")
-    return text
-
-
-# every whitespace character (``str.isspace``, which is also what ``\s`` and ``str.split``
-# mean) but the space and the newline; the ASCII ones first (a test holds the list complete)
-OTHER_SPACES = "\t\x0b\x0c\r\x1c\x1d\x1e\x1f"
-OTHER_SPACES_WIDE = (
-    OTHER_SPACES + "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def _plain(text: str) -> bool:
-    """Whether the only whitespace of ``text`` is single spaces and newlines, with no space at
-    its edges or beside a newline. Then a sentence boundary is a newline or the space after
-    . ! ?, and the text between two boundaries is already a sentence, its whitespace
-    collapsed. (One ``in`` per whitespace character: each is a fast scan.)"""
-    if text[:1] == " " or text[-1:] == " ":
-        return False
-    for c in OTHER_SPACES if text.isascii() else OTHER_SPACES_WIDE:
-        if c in text:
-            return False
-    return "  " not in text and " \n" not in text and "\n " not in text
-
-
-def _split_plain(joined: str) -> list[str]:
-    """The parts of a ``_plain`` text between sentence boundaries (some empty)."""
-    return joined.replace(". ", ".\n").replace("! ", "!\n").replace("? ", "?\n").split("\n")
-
-
-def _sentences(parts: list[str], plain: bool = False) -> list[list[str]]:
-    """The sentences of each text from the parts of the joined texts (NUL: a text ends);
-    ``plain``: the parts of ``_plain`` texts, whose whitespace needs no collapsing."""
-    out: list[list[str]] = [[]]
-    current = out[0]
-    for part in parts:
-        if part == "\0":
-            current = []
-            out.append(current)
-        elif part:
-            if not plain:
-                part = " ".join(part.split())
-                if not part:
-                    continue
-            current.append(part)
+        for n, found in zip(group, split, strict=True):
+            out[n] = found
     return out
 
 

@@ -165,8 +165,8 @@ def test_split_sentences_many_at_every_boundary(texts):  # type: ignore[no-untyp
 
 
 # texts whose only whitespace is spaces and newlines: most take the str-method split
-# (text._plain), a few (a double space, a space beside a newline) the regex one, and a chunk
-# mixes both
+# (sentence_split.plain), a few (a double space, a space beside a newline) the regex one, and
+# a chunk mixes both
 PLAIN_PIECES = ["a", "Mia", ".", "!", "?", "。", "？", "；", "！", " ", " ", "\n", "3.5", "e.g.x"]
 PLAIN_PIECES += ["...", "?!"]
 
@@ -188,7 +188,7 @@ def test_other_spaces_are_every_whitespace_character_but_space_and_newline() -> 
     import re
     import sys
 
-    from memdiag.text import OTHER_SPACES, OTHER_SPACES_WIDE
+    from memdiag.sentence_split import OTHER_SPACES, OTHER_SPACES_WIDE
 
     every = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
     assert every == {chr(c) for c in range(sys.maxunicode + 1) if re.match(r"\s", chr(c))}
