@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from memdiag.sentence_split import plain, sentences, split_plain, stops
+
 
 class LazyPattern:
     """A regex compiled on first use. Compiling costs 0.2-2 ms a pattern, and a replay needs
@@ -79,25 +81,33 @@ def split_sentences_many(texts: Sequence[str]) -> list[list[str]]:
     The texts are joined by a newline, NUL, newline: the newlines are boundaries that end a
     text's last sentence and start the next text's first one exactly as the string's edges
     do, and the NUL comes out as a sentence of its own that marks where a text ends. A newline
-    is put after each of 。！？；, which makes their boundary a newline one (the whitespace a
-    boundary leaves at a sentence's edge is dropped either way), so ``_PLAIN_BOUNDARY`` finds
-    every boundary ~3× faster than ``_BOUNDARY`` (a property test holds the results equal).
+    is put after each of 。！？； first, which makes their boundary a newline one (the whitespace
+    a boundary leaves at a sentence's edge is dropped either way). Texts whose only whitespace
+    is single spaces and newlines (``sentence_split.plain``, most chat messages) are split
+    with ``str`` methods: every ". ", "! ", "? " becomes a newline and the text is split at
+    newlines, faster than a regex; the others with ``_PLAIN_BOUNDARY``, which finds every
+    boundary ~3× faster than ``_BOUNDARY``. Property tests hold the results equal.
     """
     if any("\0" in t for t in texts):
         return [split_sentences(t) for t in texts]
-    joined = "\n\0\n".join(texts)
-    if not joined.isascii():
-        for stop in "。！？；":
-            if stop in joined:
-                joined = joined.replace(stop, stop + "\n")
-    out: list[list[str]] = [[]]
-    for part in _PLAIN_BOUNDARY.split(joined):
-        s = " ".join(part.split())
-        if s == "\0":
-            out.append([])
-        elif s:
-            out[-1].append(s)
-    return out if texts else []
+    if not texts:
+        return []
+    stopped = [stops(t) for t in texts]
+    joined = "\n\0\n".join(stopped)
+    if plain(joined):
+        return sentences(split_plain(joined), plain=True)
+    easy = [n for n, t in enumerate(stopped) if plain(t)]
+    if not easy:
+        return sentences(_PLAIN_BOUNDARY.split(joined))
+    other = [n for n, t in enumerate(stopped) if not plain(t)]
+    out: list[list[str]] = [[] for _ in texts]
+    for group, split in (
+        (easy, sentences(split_plain("\n\0\n".join([stopped[n] for n in easy])), True)),
+        (other, sentences(_PLAIN_BOUNDARY.split("\n\0\n".join([stopped[n] for n in other])))),
+    ):
+        for n, found in zip(group, split, strict=True):
+            out[n] = found
+    return out
 
 
 def fold(text: str) -> str:

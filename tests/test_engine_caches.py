@@ -364,3 +364,16 @@ def test_turn_records_are_the_records_built_directly(rows, first):
         bool(r.evicted or r.summarized or r.pinned or r.overflow or r.dropped_by_session)
         for r in expected
     ]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts())
+def test_texts_with_tokens_are_each_messages_text_tokens(transcript):
+    from memdiag.strategies.base import StrategyContext
+
+    rctx = prepare(transcript, Settings(budget=400))
+    sctx = StrategyContext(transcript, rctx.costs, rctx.counter, rctx.memo)
+    every = range(len(transcript.messages))
+    assert sctx.texts_with_tokens(every) == [
+        (sctx.message(i).role, sctx.text(i), sctx.text_tokens(i)) for i in every
+    ]

@@ -164,6 +164,38 @@ def test_split_sentences_many_at_every_boundary(texts):  # type: ignore[no-untyp
     assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
 
 
+# texts whose only whitespace is spaces and newlines: most take the str-method split
+# (sentence_split.plain), a few (a double space, a space beside a newline) the regex one, and
+# a chunk mixes both
+PLAIN_PIECES = ["a", "Mia", ".", "!", "?", "。", "？", "；", "！", " ", " ", "\n", "3.5", "e.g.x"]
+PLAIN_PIECES += ["...", "?!"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.sampled_from(PLAIN_PIECES), max_size=12).map("".join), max_size=8),
+    st.lists(st.lists(st.sampled_from(BOUNDARY_PIECES), max_size=6).map("".join), max_size=2),
+    st.randoms(use_true_random=False),
+)
+def test_split_sentences_many_of_plain_texts(plain, odd, rnd):  # type: ignore[no-untyped-def]
+    assert split_sentences_many(plain) == [split_sentences(t) for t in plain]
+    texts = plain + odd
+    rnd.shuffle(texts)
+    assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
+
+
+def test_other_spaces_are_every_whitespace_character_but_space_and_newline() -> None:
+    import re
+    import sys
+
+    from memdiag.sentence_split import OTHER_SPACES, OTHER_SPACES_WIDE
+
+    every = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    assert every == {chr(c) for c in range(sys.maxunicode + 1) if re.match(r"\s", chr(c))}
+    assert set(OTHER_SPACES_WIDE) == every - {" ", "\n"}
+    assert set(OTHER_SPACES) == {c for c in OTHER_SPACES_WIDE if c.isascii()}
+
+
 def test_scores_of_known_sentences(summarizer: ExtractiveSummarizer) -> None:
     items = [
         ("user", "I'm allergic to peanuts, please remember that."),  # strong fact + constraint

@@ -75,6 +75,17 @@ class StrategyContext:
         overhead = self.counter.overhead.per_message + self.counter.role_tokens.get(m.role, 0)
         return max(0, self.costs[index] - overhead)
 
+    def texts_with_tokens(self, indices: Sequence[int]) -> list[tuple[str, str, int]]:
+        """(role, content, ``text_tokens``) of each message, the overheads looked up once."""
+        msgs, costs, counter = self.transcript.messages, self.costs, self.counter
+        per_role = {r: counter.overhead.per_message + n for r, n in counter.role_tokens.items()}
+        per_message = counter.overhead.per_message
+        out = []
+        for i in indices:
+            m = msgs[i]
+            out.append((m.role, m.content, max(0, costs[i] - per_role.get(m.role, per_message))))
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class PinChange:

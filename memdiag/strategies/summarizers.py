@@ -91,6 +91,7 @@ _DATE_HINT = re.compile("[月日号]")
 # faster here); whether a text has a match is unchanged (a property test holds them equal).
 _DATE_SCAN = re.compile(rf"(?=[\dJFMASONDTW一二三四五六七八九十])(?:{_DATE.pattern})")
 _CONSTRAINT_SCAN = re.compile(rf"(?=[nadmcro不别必总从过禁千一只])(?:{_CONSTRAINT.pattern})")
+_FIRST_PERSON_SCAN = re.compile(rf"(?=[IMmWwOo我])(?:{_FIRST_PERSON.pattern})")
 _CAPITALIZED_SCAN = re.compile(r"[\s,(][A-Z][a-z]+")
 _CAPITALIZED = re.compile(r"(?<=[\s,(])[A-Z][a-z]+")
 _LINE_ROLES = frozenset({"user", "assistant", "tool", "system", "summary"})
@@ -99,9 +100,8 @@ MIN_WORDS = 3  # "Thanks!" and "Sounds good." carry nothing worth keeping
 MIN_CJK_CHARS = 4
 EXACT_RETRIES = 4
 # encodings whose pre-tokenization always ends a piece at a newline followed by a letter
-ADDITIVE_ENCODINGS = frozenset(
-    {"o200k_base", "cl100k_base"}
-)  # lines left out by the estimate that are re-tried with an exact count
+# (lines left out by the estimate are re-tried with an exact count)
+ADDITIVE_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
 
 
 # A line that may be kept: (-score, -order, tokens, "role: text", role, text); sorted, the
@@ -215,7 +215,7 @@ class ExtractiveSummarizer:
         texts = [items[n][1] for n in worth]
         joined, starts = _joined(texts)
         folded, folded_starts = _joined([t.casefold() for t in texts])
-        first_person = _hits(_FIRST_PERSON, joined, starts)
+        first_person = _hits(_FIRST_PERSON_SCAN, joined, starts)
         number = _hits(_NUMBER, joined, starts)
         date = _hits(_DATE_SCAN, joined, starts)
         capitalized = _hits(_CAPITALIZED_SCAN, joined, starts)
@@ -272,17 +272,13 @@ class ExtractiveSummarizer:
         if score <= 0:
             lines[key] = (score, 0)
         elif per_char is not None:
-            lines[key] = (score, max(1, round(per_char * len(text))) + self._role_tokens(role))
+            cost = self._roles.get(role)  # "\n" + "role: ": the same for every line of a role
+            if cost is None:
+                cost = self._roles[role] = self.counter.count(f"\n{role}: ")
+            lines[key] = (score, max(1, round(per_char * len(text))) + cost)
         else:
             lines[key] = (score, self.counter.count("\n" + key))
         return lines[key]
-
-    def _role_tokens(self, role: str) -> int:
-        # "\n" + "role: " costs the same for every line of a role: count it once
-        cost = self._roles.get(role)
-        if cost is None:
-            cost = self._roles[role] = self.counter.count(f"\n{role}: ")
-        return cost
 
     def summarize(self, previous: str, messages: Sequence[Item], max_tokens: int) -> str:
         """Select sentences of ``previous`` + ``messages`` within ``max_tokens``.
@@ -292,15 +288,19 @@ class ExtractiveSummarizer:
         (the choice is still checked with an exact count of the rendered summary).
         """
         lines = list(self._previous_lines(previous))  # every line and sentence, in order
+        scores = self.scores  # the sentences not scored yet are found as the lines are made
+        fresh = {key: (role, text) for role, text, key, _ in lines if key not in scores}
         split = split_sentences_many([item[1] for item in messages])
         for item, sentences in zip(messages, split, strict=True):
             role, text = item[0], item[1]
             hint = item[2] if len(item) > 2 else None
             per_char = hint / len(text) if hint and text else None
             prefix = role + ": "
-            lines += [(role, sentence, prefix + sentence, per_char) for sentence in sentences]
-        scores = self.scores
-        fresh = {key: (role, text) for role, text, key, _ in lines if key not in scores}
+            for sentence in sentences:
+                key = prefix + sentence
+                lines.append((role, sentence, key, per_char))
+                if key not in scores:
+                    fresh[key] = (role, sentence)
         if fresh:
             scores.update(zip(fresh, self.score_many(list(fresh.values())), strict=True))
         candidates: list[_Candidate] = []
@@ -390,7 +390,7 @@ class ExtractiveSummarizer:
         if not self._additive:
             return self.counter.section_cost(self._render(sorted(chosen, key=_ORDER, reverse=True)))
         counts = self._exact
-        count = self.counter.count
+        encode = self.counter.encoding.encode_ordinary  # = counter.count (no special tokens)
         total = self._header_cost
         last = (0, 0)
         newest = 1  # -order of the newest line so far (orders are positive)
@@ -398,7 +398,7 @@ class ExtractiveSummarizer:
             key = c[3]
             known = counts.get(key)
             if known is None:
-                known = counts[key] = (count(key + "\n"), count(key))
+                known = counts[key] = (len(encode(key + "\n")), len(encode(key)))
             total += known[0]
             if c[1] < newest:
                 newest, last = c[1], known

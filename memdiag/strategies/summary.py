@@ -69,10 +69,10 @@ class SummaryStrategy:
         return self.queue.clear()
 
     def add(self, unit: Unit) -> None:
-        session = self.ctx.message(unit.indices[0]).session
         if self._events:
-            self._apply_events(session)
-        self.session = session
+            self._apply_events(self.ctx.message(unit.indices[0]).session)
+        if not self.summarizer.compresses:  # only recorded events ask for the session
+            self.session = self.ctx.message(unit.indices[0]).session
         self.queue.append(unit)
 
     def add_summary(self, event: SummaryEvent) -> None:
@@ -110,8 +110,7 @@ class SummaryStrategy:
             if chunk:
                 # token counts from the run's single encoding pass let the summarizer
                 # estimate sentence costs instead of encoding every sentence again
-                msgs, tokens = self.ctx.transcript.messages, self.ctx.text_tokens
-                messages = [(msgs[i].role, msgs[i].content, tokens(i)) for i in chunk]
+                messages = self.ctx.texts_with_tokens(chunk)
                 self._set_summary(
                     self.summarizer.summarize(self.summary, messages, self.summary_max_tokens)
                 )
