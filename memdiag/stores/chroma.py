@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.embeddings import embedding_function_name
-from memdiag.stores.records import CollectionData, Hit, MemoryRecord
+from memdiag.stores.records import CollectionData, Hit, MemoryRecord, QueriesByText
 
 __all__ = [
     "ChromaStore",
@@ -154,7 +154,7 @@ def validate_store_dir(path: Path) -> Path:
     return db
 
 
-class ChromaStore:
+class ChromaStore(QueriesByText):
     """A read-only view of a Chroma store (use as a context manager; see ``open_chroma``)."""
 
     def __init__(
@@ -449,18 +449,6 @@ class ChromaStore:
             )
             for r, (i, d, doc, m) in enumerate(zip(ids, dists, docs, metas, strict=True), 1)
         ]
-
-    def query(self, name: str, text: str, k: int) -> list[Hit]:
-        """Embed ``text`` with the collection's own embedding function and query Chroma.
-
-        Raises ``UnavailableError`` (with the fix) when that function cannot be run offline.
-        """
-        from memdiag.stores.embeddings import embed
-
-        ef, reason = self.embedding_function(name)
-        if ef is None:
-            raise UnavailableError(f"cannot query {name!r}: {reason}")
-        return self.query_embedding(name, embed(ef, [text])[0], k)
 
 
 def _open_server(spec: str) -> ChromaStore:

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import TENANT_KEYS, Layout, LayoutRead, ReadOptions, read_layout
-from memdiag.stores.records import CollectionData, Hit
+from memdiag.stores.records import CollectionData, Hit, QueriesByText
 
 TABLE_SUFFIX = ".lance"
 CREWAI_COLUMNS = frozenset({"id", "content", "scope", "categories_str", "metadata_str"})
@@ -92,7 +92,7 @@ def _why(e: BaseException) -> str:
     return text[:200] or type(e).__name__
 
 
-class LanceStore:
+class LanceStore(QueriesByText):
     """A read-only view of a LanceDB folder (the audit's store interface): one collection per
     table."""
 
@@ -252,18 +252,6 @@ class LanceStore:
             if len(hits) >= k:
                 break
         return hits
-
-    def query(self, name: str, text: str, k: int) -> list[Hit]:
-        """Embed ``text`` with the table's model and search it (``query_embedding``).
-
-        Raises ``UnavailableError`` (with the fix) when no model can be run offline.
-        """
-        from memdiag.stores.embeddings import embed
-
-        ef, reason = self.embedding_function(name)
-        if ef is None:
-            raise UnavailableError(f"cannot query {name!r}: {reason}")
-        return self.query_embedding(name, embed(ef, [text])[0], k)
 
 
 def _vector_column(schema: Any) -> tuple[str | None, int | None]:

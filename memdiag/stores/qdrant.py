@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
-from memdiag.stores.records import CollectionData, Hit
+from memdiag.stores.records import CollectionData, Hit, QueriesByText
 
 TEXT_KEYS = ("data", "memory", "text", "page_content", "document", "content")
 SPACES = {"Cosine": "cosine", "Euclid": "l2", "Dot": "ip", "Manhattan": "manhattan"}
@@ -57,7 +57,7 @@ class QdrantInfo:
     store: ClassVar[str] = "qdrant"  # whose settings the audit's advice names
 
 
-class QdrantStore:
+class QdrantStore(QueriesByText):
     """A read-only view of a Qdrant local-mode folder (the audit's store interface)."""
 
     kind = "directory"
@@ -245,18 +245,6 @@ class QdrantStore:
                 )
             )
         return hits
-
-    def query(self, name: str, text: str, k: int) -> list[Hit]:
-        """Embed ``text`` with the collection's model and query it (``query_embedding``).
-
-        Raises ``UnavailableError`` (with the fix) when no model can be run offline.
-        """
-        from memdiag.stores.embeddings import embed
-
-        ef, reason = self.embedding_function(name)
-        if ef is None:
-            raise UnavailableError(f"cannot query {name!r}: {reason}")
-        return self.query_embedding(name, embed(ef, [text])[0], k)
 
 
 def _row(payload: Any) -> tuple[str | None, dict[str, Any]]:
