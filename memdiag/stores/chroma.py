@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.embeddings import embedding_function_name
-from memdiag.stores.records import CollectionData, Hit, MemoryRecord, QueriesByText
+from memdiag.stores.records import CollectionData, Hit, MemoryRecord
+from memdiag.stores.vector_reader import VectorStoreReader
 
 __all__ = [
     "ChromaStore",
@@ -154,7 +155,7 @@ def validate_store_dir(path: Path) -> Path:
     return db
 
 
-class ChromaStore(QueriesByText):
+class ChromaStore(VectorStoreReader):
     """A read-only view of a Chroma store (use as a context manager; see ``open_chroma``)."""
 
     def __init__(
@@ -385,14 +386,6 @@ class ChromaStore(QueriesByText):
             raw = self.read(name, True, page_size, progress)
             self._memories[name] = read_layout(raw, self.options.scope)
         return self._memories[name]
-
-    def cached_read(self, name: str) -> CollectionData:
-        """The memories of ``name`` (see ``memories``): diagnose looks up many facts per store."""
-        return self.memories(name).data
-
-    def problems(self) -> list[str]:
-        """One line per collection read so far whose records could not all be read."""
-        return [p for m in self._memories.values() for p in m.problems]
 
     def memory_collections(self) -> list[str]:
         """Collection names without the libraries' own bookkeeping (mem0's ``mem0migrations``)."""

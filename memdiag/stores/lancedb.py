@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import TENANT_KEYS, Layout, LayoutRead, ReadOptions, read_layout
-from memdiag.stores.records import CollectionData, Hit, QueriesByText
+from memdiag.stores.records import CollectionData, Hit
+from memdiag.stores.vector_reader import ModelFromVectors
 
 TABLE_SUFFIX = ".lance"
 CREWAI_COLUMNS = frozenset({"id", "content", "scope", "categories_str", "metadata_str"})
@@ -92,11 +93,12 @@ def _why(e: BaseException) -> str:
     return text[:200] or type(e).__name__
 
 
-class LanceStore(QueriesByText):
+class LanceStore(ModelFromVectors):
     """A read-only view of a LanceDB folder (the audit's store interface): one collection per
     table."""
 
     kind = "directory"
+    library = "LanceDB"
     summary_type = "lancedb"  # one table of a vector store, summarized as Chroma's are
 
     def __init__(self, path: Path, options: ReadOptions) -> None:
@@ -172,27 +174,6 @@ class LanceStore(QueriesByText):
                     f"cannot read table {name!r} of LanceDB store {self.spec}: {_why(e)}"
                 ) from None
         return self._memories[name]
-
-    def cached_read(self, name: str) -> CollectionData:
-        return self.memories(name).data
-
-    def problems(self) -> list[str]:
-        return [p for m in self._memories.values() for p in m.problems]
-
-    def embedding_function(self, name: str) -> tuple[Any | None, str]:
-        """The model that embeds queries for ``name``, or (None, why and what would fit): as for
-        Qdrant (``embedding_names.for_vectors``), LanceDB keeps vectors, not their model."""
-        from memdiag.stores.embedding_names import for_vectors, stored_sample
-
-        if name not in self._functions:
-            self._functions[name] = for_vectors(
-                "LanceDB",
-                name,
-                self.collection_info(name).dimension,
-                self.options,
-                lambda: stored_sample(self.memories(name).data),
-            )
-        return self._functions[name]
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
         """LanceDB's own vector search (``table.search(vector).limit(k)``), as CrewAI's

@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
-from memdiag.stores.records import CollectionData, Hit, QueriesByText
+from memdiag.stores.records import CollectionData, Hit
+from memdiag.stores.vector_reader import ModelFromVectors
 
 TEXT_KEYS = ("data", "memory", "text", "page_content", "document", "content")
 SPACES = {"Cosine": "cosine", "Euclid": "l2", "Dot": "ip", "Manhattan": "manhattan"}
@@ -57,10 +58,11 @@ class QdrantInfo:
     store: ClassVar[str] = "qdrant"  # whose settings the audit's advice names
 
 
-class QdrantStore(QueriesByText):
+class QdrantStore(ModelFromVectors):
     """A read-only view of a Qdrant local-mode folder (the audit's store interface)."""
 
     kind = "directory"
+    library = "Qdrant"
     summary_type = "qdrant"  # one collection of a vector store, summarized as Chroma's are
 
     def __init__(self, path: Path, options: ReadOptions) -> None:
@@ -169,31 +171,6 @@ class QdrantStore(QueriesByText):
     def memories(self, name: str, page_size: int = 0, progress: Any = None) -> LayoutRead:
         self.collection_info(name)
         return self._memories[name]
-
-    def cached_read(self, name: str) -> CollectionData:
-        return self.memories(name).data
-
-    def problems(self) -> list[str]:
-        return [p for m in self._memories.values() for p in m.problems]
-
-    def embedding_function(self, name: str) -> tuple[Any | None, str]:
-        """The model that embeds queries for ``name``, or (None, why and what would fit).
-
-        Qdrant keeps vectors, never the model that made them: ``--embedding-function`` names
-        it (checked against the dimension), else the model at hand that reproduces the stored
-        vectors (``identify_model``), as for a Chroma collection that persisted none. Memoized.
-        """
-        from memdiag.stores.embedding_names import for_vectors, stored_sample
-
-        if name not in self._functions:
-            self._functions[name] = for_vectors(
-                "Qdrant",
-                name,
-                self.collection_info(name).dimension,
-                self.options,
-                lambda: stored_sample(self.memories(name).data),
-            )
-        return self._functions[name]
 
     def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
         """qdrant-client's own nearest-neighbour query (``query_points``), ranks from 1.

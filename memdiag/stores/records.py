@@ -55,25 +55,3 @@ class Hit:
     document: str | None
     metadata: dict[str, Any]
     collection: str | None = None
-
-
-class QueriesByText:
-    """``query(name, text, k)`` for a vector store reader (Chroma, Qdrant, LanceDB): the text
-    embedded with the collection's own model, then searched as a stored vector is."""
-
-    def embedding_function(self, name: str) -> tuple[Any | None, str]:
-        raise NotImplementedError
-
-    def query_embedding(self, name: str, vector: Any, k: int) -> list[Hit]:
-        raise NotImplementedError
-
-    def query(self, name: str, text: str, k: int) -> list[Hit]:
-        """The ``k`` nearest records to ``text``. Raises ``UnavailableError`` (with the fix)
-        when the collection's model cannot be run offline."""
-        from memdiag.errors import UnavailableError
-        from memdiag.stores.embeddings import embed
-
-        ef, reason = self.embedding_function(name)
-        if ef is None:
-            raise UnavailableError(f"cannot query {name!r}: {reason}")
-        return self.query_embedding(name, embed(ef, [text])[0], k)
