@@ -161,7 +161,9 @@ def bundled_ranks(name: str) -> dict[bytes, int]:
         payload = usercache.read_checked(path, rank_hash.encode())
         if payload is not None:
             try:
-                with _gc_paused():  # collections while 200,000 objects appear find no garbage
+                with (
+                    collections_paused()
+                ):  # collections while 200,000 objects appear find no garbage
                     ranks = marshal.loads(payload)
             except (ValueError, EOFError, TypeError):
                 ranks = None
@@ -179,7 +181,10 @@ def bundled_ranks(name: str) -> dict[bytes, int]:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def collections_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while many long-lived objects are made (the
+    encoding's ranks here, a replay's units and state in ``memdiag.replay``): its collections
+    would walk them all and find no garbage. It runs again, as before, afterwards."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
