@@ -709,18 +709,17 @@ def test_space_advice_names_the_store_s_own_setting() -> None:
     (Chroma's configuration, Qdrant's VectorParams, LanceDB's search distance type)."""
     from memdiag.stores.audit.metric import space_findings
     from memdiag.stores.chroma import CollectionInfo
-    from memdiag.stores.lancedb import LanceInfo
-    from memdiag.stores.qdrant import QdrantInfo
+    from memdiag.stores.vector_reader import VectorCollectionInfo
 
     advice = {
-        type(info).__name__: space_findings(info, unit_vectors=False)[0].message  # type: ignore[arg-type]
+        getattr(info, "store", "chroma"): space_findings(info, unit_vectors=False)[0].message  # type: ignore[arg-type]
         for info in (
             CollectionInfo("c", 3, 384, "l2", None),
-            QdrantInfo("q", 3, 384, "l2"),
-            LanceInfo("t", 3, 384, "l2"),
+            VectorCollectionInfo("q", 3, 384, "l2", store="qdrant"),
+            VectorCollectionInfo("t", 3, 384, "l2", store="lancedb"),
         )
     }
-    assert "configuration={'hnsw': {'space': 'cosine'}}" in advice["CollectionInfo"]
-    assert "VectorParams(distance=Distance.COSINE)" in advice["QdrantInfo"]
-    assert ".distance_type('cosine')" in advice["LanceInfo"]
-    assert not any("hnsw" in advice[k] for k in ("QdrantInfo", "LanceInfo"))
+    assert "configuration={'hnsw': {'space': 'cosine'}}" in advice["chroma"]
+    assert "VectorParams(distance=Distance.COSINE)" in advice["qdrant"]
+    assert ".distance_type('cosine')" in advice["lancedb"]
+    assert not any("hnsw" in advice[k] for k in ("qdrant", "lancedb"))

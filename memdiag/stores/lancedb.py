@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import TENANT_KEYS, Layout, LayoutRead, ReadOptions, read_layout
 from memdiag.stores.records import CollectionData, Hit
-from memdiag.stores.vector_reader import ModelFromVectors
+from memdiag.stores.vector_reader import ModelFromVectors, VectorCollectionInfo
 
 TABLE_SUFFIX = ".lance"
 CREWAI_COLUMNS = frozenset({"id", "content", "scope", "categories_str", "metadata_str"})
@@ -69,22 +68,6 @@ def lancedb_hint(path: Path) -> str | None:
     if is_lancedb_dir(path):
         return "is a LanceDB store (CrewAI's memory): pass it with --store"
     return None
-
-
-@dataclass(frozen=True)
-class LanceInfo:
-    """CollectionInfo's fields for one LanceDB table."""
-
-    name: str
-    count: int
-    dimension: int | None
-    space: str
-    embedding_function: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    configured_space: str | None = None
-    legacy_space: str | None = None
-    space_disagreement: bool = False
-    store: ClassVar[str] = "lancedb"  # whose settings the audit's advice names
 
 
 def _why(e: BaseException) -> str:
@@ -126,7 +109,7 @@ class LanceStore(ModelFromVectors):
                     "(a partial copy?)"
                 )
         self._tables: dict[str, Any] = {}
-        self._infos: dict[str, LanceInfo] = {}
+        self._infos: dict[str, VectorCollectionInfo] = {}
         try:
             db = lancedb.connect(str(root))
             for name in self._names:
@@ -154,7 +137,7 @@ class LanceStore(ModelFromVectors):
     def memory_collections(self) -> list[str]:
         return list(self._names)
 
-    def collection_info(self, name: str) -> LanceInfo:
+    def collection_info(self, name: str) -> VectorCollectionInfo:
         if name not in self._infos:
             names = ", ".join(self._names) or "none"
             raise StoreError(f"no table {name!r} in {self.spec} (tables: {names})")
@@ -247,7 +230,7 @@ def _vector_column(schema: Any) -> tuple[str | None, int | None]:
     return None, None
 
 
-def _info(name: str, table: Any) -> LanceInfo:
+def _info(name: str, table: Any) -> VectorCollectionInfo:
     column, dim = _vector_column(table.schema)
     space = DEFAULT_SPACE
     configured = None
@@ -258,7 +241,10 @@ def _info(name: str, table: Any) -> LanceInfo:
             if kind:
                 configured = SPACES.get(str(kind).lower(), str(kind).lower())
                 space = configured
-    return LanceInfo(name, int(table.count_rows()), dim, space, configured_space=configured)
+    count = int(table.count_rows())
+    return VectorCollectionInfo(
+        name, count, dim, space, configured_space=configured, store="lancedb"
+    )
 
 
 def _crewai_layout(names: list[str]) -> bool:
@@ -336,7 +322,7 @@ def _plain_row(row: dict[str, Any], text_column: str | None) -> tuple[str | None
 
 
 def _read_table(
-    table: Any, info: LanceInfo, options: ReadOptions, page: int, progress: Any
+    table: Any, info: VectorCollectionInfo, options: ReadOptions, page: int, progress: Any
 ) -> LayoutRead:
     import numpy as np
 

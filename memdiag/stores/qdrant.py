@@ -21,14 +21,14 @@ import contextlib
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from memdiag.errors import StoreError, UnavailableError
 from memdiag.stores.layouts import BOOKKEEPING_COLLECTIONS, LayoutRead, ReadOptions, read_layout
 from memdiag.stores.records import CollectionData, Hit
-from memdiag.stores.vector_reader import ModelFromVectors
+from memdiag.stores.vector_reader import ModelFromVectors, VectorCollectionInfo
 
 TEXT_KEYS = ("data", "memory", "text", "page_content", "document", "content")
 SPACES = {"Cosine": "cosine", "Euclid": "l2", "Dot": "ip", "Manhattan": "manhattan"}
@@ -40,22 +40,6 @@ SIMILARITY_SPACES = frozenset({"cosine", "ip"})
 def is_qdrant_dir(path: Path) -> bool:
     """A folder ``QdrantClient(path=...)`` wrote: meta.json naming collections."""
     return (path / "meta.json").is_file() and (path / "collection").is_dir()
-
-
-@dataclass(frozen=True)
-class QdrantInfo:
-    """CollectionInfo's fields for one Qdrant collection."""
-
-    name: str
-    count: int
-    dimension: int | None
-    space: str
-    embedding_function: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    configured_space: str | None = None
-    legacy_space: str | None = None
-    space_disagreement: bool = False
-    store: ClassVar[str] = "qdrant"  # whose settings the audit's advice names
 
 
 class QdrantStore(ModelFromVectors):
@@ -71,7 +55,7 @@ class QdrantStore(ModelFromVectors):
         self.options = options
         self._tmp = Path(tempfile.mkdtemp(prefix="memdiag-qdrant-"))
         self._memories: dict[str, LayoutRead] = {}
-        self._infos: dict[str, QdrantInfo] = {}
+        self._infos: dict[str, VectorCollectionInfo] = {}
         self._functions: dict[str, tuple[Any | None, str]] = {}
         try:
             from qdrant_client import QdrantClient
@@ -138,8 +122,8 @@ class QdrantStore(ModelFromVectors):
                     ),
                 )
             self._memories[name] = read
-            self._infos[name] = QdrantInfo(
-                name, len(ids), size, SPACES.get(str(distance), str(distance))
+            self._infos[name] = VectorCollectionInfo(
+                name, len(ids), size, SPACES.get(str(distance), str(distance)), store="qdrant"
             )
 
     def close(self) -> None:
@@ -162,7 +146,7 @@ class QdrantStore(ModelFromVectors):
     def memory_collections(self) -> list[str]:
         return [n for n in self._names if n not in BOOKKEEPING_COLLECTIONS]
 
-    def collection_info(self, name: str) -> QdrantInfo:
+    def collection_info(self, name: str) -> VectorCollectionInfo:
         if name not in self._infos:
             names = ", ".join(self._names) or "none"
             raise StoreError(f"no collection {name!r} in {self.spec} (collections: {names})")

@@ -4,6 +4,7 @@ model found from the stored vectors. The readers themselves stay in their own mo
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import UnavailableError
@@ -12,6 +13,23 @@ from memdiag.stores.embedding_names import for_vectors, stored_sample
 if TYPE_CHECKING:
     from memdiag.stores.layouts import LayoutRead, ReadOptions
     from memdiag.stores.records import CollectionData, Hit
+
+
+@dataclass(frozen=True)
+class VectorCollectionInfo:
+    """CollectionInfo's fields for a collection of a Qdrant or LanceDB store, and the store it
+    belongs to (whose settings the audit's advice names)."""
+
+    name: str
+    count: int
+    dimension: int | None
+    space: str
+    embedding_function: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    configured_space: str | None = None
+    legacy_space: str | None = None
+    space_disagreement: bool = False
+    store: str = field(kw_only=True)  # "qdrant", "lancedb"
 
 
 class VectorStoreReader:
