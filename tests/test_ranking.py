@@ -205,6 +205,58 @@ def test_fast_minilm_gives_chromadb_vectors(model_dir: Path) -> None:
     assert float((ours * theirs).sum(1).min()) > 0.9999
 
 
+def test_minilm_batches_in_parallel_give_the_same_vectors(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches run side by side on one thread per core: the vectors are bit for bit those of
+    one thread running every batch in turn, each row where its text was."""
+    import threading
+
+    import numpy as np
+
+    from memdiag.ranking import minilm
+
+    texts = [f"Sentence {n} about {'rain ' * (n % 7)}in Portland." for n in range(70)]
+    monkeypatch.setattr(minilm, "_workers", lambda: 3)
+    seen: set[int] = set()
+    real = minilm._in_parallel
+
+    def spy(run: object, batches: list[list[int]]) -> None:
+        def recorded(rows: list[int]) -> None:
+            seen.add(threading.get_ident())
+            run(rows)  # type: ignore[operator]
+
+        real(recorded, batches)
+
+    monkeypatch.setattr(minilm, "_in_parallel", spy)
+    parallel = minilm.MiniLM(model_dir)(texts)
+    assert len(seen) > 1  # 70 texts are 5 batches: more than one thread ran them
+    monkeypatch.setattr(minilm, "_workers", lambda: 1)
+    alone = minilm.MiniLM(model_dir)(texts)
+    assert np.array_equal(parallel, alone)
+    single = minilm.MiniLM(model_dir)([texts[41]])
+    assert np.allclose(single[0], alone[41], atol=1e-5)
+
+
+def test_parallel_batches_raise_the_first_error() -> None:
+    import threading
+
+    from memdiag.ranking.minilm import _in_parallel
+
+    done: list[int] = []
+
+    def run(rows: list[int]) -> None:
+        if rows == [3]:
+            raise ValueError("batch 3")
+        done.append(rows[0])
+
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="batch 3"):
+        _in_parallel(run, [[n] for n in range(8)])
+    assert 3 not in done
+    assert threading.active_count() == before  # every helper thread has stopped
+
+
 # --- parts ---------------------------------------------------------------------------------
 
 
