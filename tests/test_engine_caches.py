@@ -283,7 +283,12 @@ def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path, monkeypatc
     reused = check_document(spec, Settings(), kept)
     n_reused, calls[:] = len(calls), []
     assert reused == check_document(spec, Settings(), plain)
-    assert n_reused == len(calls) - 12  # the 12 last-turn cases' own replays were shown
+    assert n_reused == len(calls) - 12 == 4  # the 12 last-turn cases' own replays were shown
+    # each case's page shows the strategy it judged, nothing the check did not run
+    judged = [c["strategy"]["name"] for c in cases]
+    assert [[x["name"] for x in run["strategies"]] for run in reused["runs"]] == [
+        [name] for name in judged
+    ]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

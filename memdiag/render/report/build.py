@@ -1,10 +1,12 @@
 """Report documents for each command: replay, diagnose (verdict cards over the replay of every
 strategy) and check (one run per case that replays a transcript).
 
-Diagnose and check reports replay the transcript again with every strategy, tracking the facts
-they judged, so the page can show the window of each strategy side by side at the failure turn;
-the replay is O(messages) per strategy, small next to the diagnosis itself. A diagnose report
-reuses the diagnosis's replay context: the transcript is not counted or indexed again.
+A diagnose report replays the transcript again with every strategy, tracking the facts it
+judged, so the page can show the window of each strategy side by side at the failure turn; the
+replay is O(messages) per strategy, small next to the diagnosis itself, and reuses the
+diagnosis's replay context: the transcript is not counted or indexed again. A check report
+shows the strategy each case judged, with the case's own replay where it covers the whole
+transcript (the check ran it; nothing is replayed again).
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def replay_for_report(
     memory: tuple[str, int] = ("", 0),
     context: ReplayContext | None = None,
     replays: Sequence[RecordedReplay] = (),
+    strategies: Sequence[str] | None = None,
 ) -> tuple[ReplayReport, TextRecorder]:
-    """Replay every strategy (``observed`` too when recorded) tracking ``facts``.
+    """Replay ``strategies`` (default: every strategy, ``observed`` too when recorded) tracking
+    ``facts``.
 
     ``evidence`` gives the messages that state a fact when its words do not match them (the
     diagnosis found them semantically, or a benchmark named them). ``context``: the replay
@@ -69,8 +73,8 @@ def replay_for_report(
         if indices and not rctx.evidence_of(fact):
             rctx.remember_evidence(fact, indices)
     recorder = TextRecorder(transcript)
-    names = strategy_names("all")
-    if getattr(transcript, "windows", None) and "observed" not in names:
+    names = strategy_names("all") if strategies is None else list(strategies)
+    if strategies is None and getattr(transcript, "windows", None) and "observed" not in names:
         names.append("observed")  # the recorded requests of a trace: one more column
     reusable = same and not evidence  # evidence given here would change what a replay finds
     done = {r.result.name: r for r in replays if reusable and _covers(r, facts, rctx)}

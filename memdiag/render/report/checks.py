@@ -1,5 +1,5 @@
 """The report of `memdiag check --html`: every case, and a timeline for each case that replays
-a transcript, with one card per expectation pointing at its turn.
+a transcript (the strategy the case judged), with one card per expectation pointing at its turn.
 
 The spec is read again (cheap) to know each case's transcript and settings; the cases' results
 say which expectations failed (by spec line).
@@ -69,8 +69,16 @@ def _case_run(
     facts = list(dict.fromkeys(fact for _, targets in plan for fact, _ in targets))
     settings: Settings = case.settings
     memory = profile_memory(settings)
+    # the strategy the case judged: its replay is the check's own (other strategies would be
+    # replays the check never ran; `replay --strategy all --html` compares them)
     report, recorder = replay_for_report(
-        t, settings, facts, memory=memory, context=context, replays=recorded
+        t,
+        settings,
+        facts,
+        memory=memory,
+        context=context,
+        replays=recorded,
+        strategies=[settings.strategy],
     )
     cards = []
     for e, targets in plan:
