@@ -55,6 +55,8 @@ def main() -> None:
 
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled first, as pip does on install
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "memdiag")], check=True)
     py = [sys.executable, "-m", "memdiag"]
     with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
         folder = Path(tmp)

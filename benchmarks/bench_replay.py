@@ -12,7 +12,8 @@ of a full replay of every strategy (counting included), their ratio (target ≤ 
 message at several sizes (flat = O(n)), and the peak resident memory of the process.
 --cli N runs the commands a user runs, as processes, on N messages: the floor (parse the JSONL
 and tiktoken-encode every message once; batched and a plain loop), `replay --strategy all`
-(target ≤ 3× the loop floor's CPU, goal 2×; peak RSS ≤ 2×) and each strategy alone (≤ 1.5×).
+(target ≤ 3× the loop floor's CPU, goal 2×; peak RSS ≤ 2×) and each strategy alone (≤ 1.5×),
+memdiag's bytecode compiled first, as pip does on install.
 
 Peers: at every user turn, `trim_messages(history, strategy="last", include_system=True,
 start_on="human")` with a token counter giving memdiag's own counts (the same tiktoken
@@ -330,6 +331,10 @@ def cli_runs(n: int, repeat: int) -> None:
 
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # an installed package has its bytecode compiled (pip does it); so does this run, for the
+    # floor's imports of memdiag and for the commands alike
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "memdiag")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
         path = Path(tmp) / "chat.jsonl"
         with path.open("w", encoding="utf-8") as fp:
