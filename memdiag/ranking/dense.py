@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 Embedder = Callable[[Sequence[str]], "np.ndarray"]
 # sentences per model call: the model pads each of its batches to their longest text, so the
-# more sentences it sorts at once, the less padding (256 cost 20% more CPU on the LoCoMo dev
+# more sentences it sorts at once, the less padding (256 cost about 15% more CPU on the LoCoMo dev
 # conversation); 2,048 × facts cosines are a few MB
 BATCH = 2048
 MAX_CHARS = 2000  # MiniLM reads 256 word pieces; longer sentences are cut to about that
