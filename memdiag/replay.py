@@ -57,6 +57,8 @@ class ReplayContext:
     memory_text: str = ""  # what those memories say (a fact found there is kept)
     _evidence: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
     _remembered: set[str] = field(default_factory=set, repr=False)  # not found by the words
+    # what the words found for a fact whose evidence was then remembered (lexical() gives it)
+    _by_words: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
     memo: RunMemo = field(default_factory=RunMemo, repr=False)  # shared by with_budget copies
     _folded_texts: dict[int, str] = field(default_factory=dict, repr=False)
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
@@ -89,14 +91,18 @@ class ReplayContext:
 
     def remember_evidence(self, fact: str, indices: Sequence[int]) -> None:
         """Evidence found another way (semantic search) for a fact whose words do not match."""
+        if fact in self._evidence and fact not in self._remembered:
+            self._by_words[fact] = self._evidence[fact]  # searched already: lexical() has it
         self._evidence[fact] = tuple(sorted(set(indices)))
         self._remembered.add(fact)
 
     def lexical(self) -> ReplayContext:
         """The same counts, index and memo, with only the evidence the facts' words find
-        (what a fresh ``prepare`` would give; remembered evidence is left out)."""
+        (what a fresh ``prepare`` would give; remembered evidence is left out, and what the
+        words found for those facts, if they were searched, is given back)."""
         kept = {f: v for f, v in self._evidence.items() if f not in self._remembered}
-        return dataclasses.replace(self, _evidence=kept, _remembered=set())
+        kept.update((f, v) for f, v in self._by_words.items() if f in self._remembered)
+        return dataclasses.replace(self, _evidence=kept, _remembered=set(), _by_words={})
 
     def system_indices(self) -> tuple[int, ...]:
         """Indices of the system messages, found once per run."""
@@ -138,7 +144,7 @@ class ReplayContext:
         the encoding, which the receiving process loads itself, by name."""
         counter = (self.counter.encoding_name, self.counter.overhead)
         memory = (self.memory_tokens, self.memory_text)
-        found = (dict(self._evidence), set(self._remembered))
+        found = (dict(self._evidence), set(self._remembered), dict(self._by_words))
         args = (self.transcript, self.settings, counter, tuple(self.costs), memory, *found)
         return (_unpickled, args)
 
@@ -151,10 +157,12 @@ def _unpickled(
     memory: tuple[int, str],
     evidence: dict[str, tuple[int, ...]],
     remembered: set[str],
+    by_words: dict[str, tuple[int, ...]],
 ) -> ReplayContext:
     units = group_units(transcript, costs, settings)
+    counted = TokenCounter(*counter)
     return ReplayContext(
-        transcript, settings, TokenCounter(*counter), costs, units, *memory, evidence, remembered
+        transcript, settings, counted, costs, units, *memory, evidence, remembered, by_words
     )
 
 

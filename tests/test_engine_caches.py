@@ -291,6 +291,30 @@ def test_check_report_from_kept_contexts_equals_a_fresh_one(tmp_path, monkeypatc
     ]
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.lists(FACTS, min_size=1, max_size=4, unique=True), st.data())
+def test_the_lexical_context_gives_the_words_evidence_without_searching_again(
+    transcript, facts, data
+):
+    """A diagnosis searches a fact's words, then remembers more evidence (semantic, decisive):
+    the report's lexical() context gives back what the words found, without a second search,
+    as a fresh prepare finds it."""
+    rctx = prepare(transcript, Settings(budget=200))
+    n = len(transcript.messages)
+    for fact in facts:
+        if data.draw(st.booleans()):
+            rctx.evidence_of(fact)  # searched by its words first, as search_evidence does
+        extra = data.draw(st.lists(st.integers(0, max(0, n - 1)), max_size=3)) if n else []
+        rctx.remember_evidence(fact, [*rctx._evidence.get(fact, ()), *extra])
+    fresh = prepare(transcript, Settings(budget=200))
+    words = rctx.lexical()
+    for fact in facts:
+        if fact in rctx._by_words:
+            assert fact in words._evidence  # given back: no second search
+        assert words.evidence_of(fact) == fresh.evidence_of(fact)
+    assert not words._remembered and not words._by_words
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(), st.integers(60, 400), st.lists(FACTS, min_size=1, max_size=3, unique=True))
 def test_a_pickled_context_replays_as_the_original(transcript, budget, facts):
