@@ -101,7 +101,7 @@ class ReplayContext:
         (what a fresh ``prepare`` would give; remembered evidence is left out, and what the
         words found for those facts, if they were searched, is given back)."""
         kept = {f: v for f, v in self._evidence.items() if f not in self._remembered}
-        kept.update((f, v) for f, v in self._by_words.items() if f in self._remembered)
+        kept.update(self._by_words)  # every one of them a remembered fact
         return dataclasses.replace(self, _evidence=kept, _remembered=set(), _by_words={})
 
     def system_indices(self) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,6 @@ def _load(model_dir: Path) -> tuple[Any, Any]:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = 1  # parallel batches instead (see the module docstring)
         so.inter_op_num_threads = 1
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(
             str(model_dir / "onnx" / "model.onnx"), so, providers=["CPUExecutionProvider"]
         )
@@ -104,7 +103,7 @@ def _workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _in_parallel(run: Any, batches: list[list[int]]) -> None:
+def _in_parallel(run: Callable[[list[int]], None], batches: list[list[int]]) -> None:
     """``run(batch)`` for every batch, on one thread per core (this one among them); the first
     error raised is raised here, after every thread has stopped."""
     threads = min(_workers(), len(batches))
