@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from memdiag.facts import FactSet, LineTerms, fold, match
-from memdiag.strategies.base import RunMemo, Strategy, WindowView
+from memdiag.strategies.base import Fit, RunMemo, Strategy, WindowView
 from memdiag.transcript.model import Transcript, opens_turn
 
 
@@ -103,11 +103,8 @@ class FactTracker:
         self.seen = [False] * len(self.members)  # per group: its evidence entered once
 
     def update(
-        self, turn: int, strategy: Strategy, fit: object, entered: list[int], dropped: list[int]
+        self, turn: int, strategy: Strategy, fit: Fit, entered: list[int], dropped: list[int]
     ) -> None:
-        from memdiag.strategies.base import Fit
-
-        assert isinstance(fit, Fit)
         evidence = self.evidence
         if not (self.first or dropped or fit.summary_changed or fit.pinned_changed):
             stated = evidence.keys()  # no evidence moved, nothing else changed: done

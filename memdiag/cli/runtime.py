@@ -178,6 +178,8 @@ def load_transcript(path: Path, how: InputFlags) -> Transcript:
         selection=selection,
         system=system_prompt(how.system),
     )
+    if not (transcript.warnings or transcript.notes or transcript.skipped):
+        return transcript  # nothing to say: no console made, Rich's not imported (JSON runs)
     err = stderr()
     from memdiag.render.literal import literal
 
