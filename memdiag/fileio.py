@@ -16,7 +16,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -297,6 +296,8 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     temporary file is removed and the target is untouched. A directory, a device or another
     special file at ``path`` is refused (InputError), as are unwritable places.
     """
+    import tempfile  # only when writing: most runs write no file
+
     out = check_output_path(path)
     name = clip(str(path), 200)
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memdiag import fileio, tokens, usercache, yamlio
+from memdiag import tokens, usercache, yamlio
 from memdiag.tokens import BUNDLED, TokenCounter, bundled_ranks, get_encoding
 
 TEXTS = ["Hello, I'm Mia.", "我对花生过敏", "naïve café — 12,345 tokens?", "<|endoftext|> x"]
@@ -100,7 +100,9 @@ def test_read_only_cache_dir_falls_back(tmp_path: Path, monkeypatch: pytest.Monk
     def refuse(*args: object, **kwargs: object) -> tuple[int, str]:
         raise PermissionError(13, "Permission denied", str(ro))
 
-    monkeypatch.setattr(fileio.tempfile, "mkstemp", refuse)  # the cache writes through fileio
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)  # the cache writes through fileio's
     monkeypatch.setenv("MEMDIAG_CACHE_DIR", str(ro))
     get_encoding.cache_clear()
     assert TokenCounter("o200k_base").count("hello world") == 2

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,6 +56,8 @@ def errors() -> Iterator[None]:
         if run_state["debug"]:
             traceback.print_exc()
             raise typer.Exit(3) from None
+        import tempfile  # only for a crash
+
         fd, path = tempfile.mkstemp(prefix="memdiag-traceback-", suffix=".txt")
         with os.fdopen(fd, "w") as fp:
             traceback.print_exc(file=fp)

@@ -7,7 +7,6 @@ Used by the ``otel`` format.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +104,7 @@ def _otlp_value(v: Any, where: str) -> Any:
         at = f"{where}.kvlistValue"
         return _otlp_attrs(_obj(v["kvlistValue"], at).get("values"), f"{at}.values")
     if "bytesValue" in v:
+        import base64  # rare in traces: not imported by every load that asks otel to detect
         import binascii
 
         raw = v["bytesValue"]

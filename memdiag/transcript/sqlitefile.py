@@ -3,15 +3,16 @@ database): detection by the file's magic bytes, and a connection that writes not
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memdiag.errors import InputError
 from memdiag.fileio import path_stat
+
+if TYPE_CHECKING:
+    import sqlite3
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -33,6 +34,11 @@ def connect_readonly(path: str) -> Iterator[sqlite3.Connection]:
     opened immutable; with one (the agent may still be running), the database and its WAL are
     copied to a temporary directory and the copy is read.
     """
+    # imported here: detection reads only the magic bytes, and most inputs are not databases
+    import shutil
+    import sqlite3
+    import tempfile
+
     wal = Path(path + "-wal")
     with tempfile.TemporaryDirectory(prefix="memdiag-") as tmp:
         if path_stat(wal) is not None:  # a name the OS refuses is an InputError, not a crash

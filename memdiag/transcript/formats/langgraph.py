@@ -17,18 +17,11 @@ The file is never written to: opened immutable, or its WAL copied (docs/framewor
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import InputError
-from memdiag.transcript.checkpoints import (
-    Checkpoint,
-    is_checkpoint_db,
-    read_thread,
-    thread_summaries,
-)
 from memdiag.transcript.events import Extra, RawWindow
 from memdiag.transcript.formats.base import Selection
 from memdiag.transcript.formats.langchain import read_message
@@ -36,6 +29,9 @@ from memdiag.transcript.model import RawItem, RawMessage, RawSession
 from memdiag.transcript.source import Choice, Source, choose
 from memdiag.transcript.sqlitefile import connect_readonly, is_sqlite
 from memdiag.transcript.toolkit import PathError, reject
+
+if TYPE_CHECKING:
+    from memdiag.transcript.checkpoints import Checkpoint
 
 name = "langgraph"
 # never from parsed JSON (detect is False): an SQLite file is found by detect_path
@@ -77,6 +73,11 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
 def detect_path(path: str | Path) -> bool:
     if not is_sqlite(path):
         return False
+    # the checkpoint reader (SQLite, MessagePack) only for an SQLite file: every load asks
+    import sqlite3
+
+    from memdiag.transcript.checkpoints import is_checkpoint_db
+
     try:
         with connect_readonly(str(path)) as conn:
             return is_checkpoint_db(conn)
@@ -95,6 +96,8 @@ def read_path(
             "checkpoint is --from langgraph_checkpoint)",
             path=where,
         )
+    from memdiag.transcript.checkpoints import read_thread, thread_summaries
+
     source = Source(where, [], is_jsonl=False)
     threads = thread_summaries(where)
     if not threads:

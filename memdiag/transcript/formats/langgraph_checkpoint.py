@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memdiag.transcript.checkpoints import state_messages
 from memdiag.transcript.formats.langchain import is_message, read_message
 from memdiag.transcript.model import RawItem
 from memdiag.transcript.source import Source
@@ -50,6 +49,8 @@ def read(source: Source, skip_invalid: bool) -> Iterator[RawItem]:
         raise source.error(
             "not a LangGraph checkpoint (expected {v, channel_values: {messages: [...]}})"
         )
+    from memdiag.transcript.checkpoints import state_messages  # the checkpoint reader, to read
+
     ts = doc.get("ts")
     source.notes.append(NOTE.format(ts=ts if isinstance(ts, str) else "time unknown"))
     try:

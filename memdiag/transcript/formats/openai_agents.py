@@ -15,10 +15,9 @@ ids of its messages. The file is never written to.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdiag.errors import InputError
 from memdiag.transcript.formats.base import NO_SELECTION, Selection
@@ -27,6 +26,9 @@ from memdiag.transcript.responses_items import Item, read_items
 from memdiag.transcript.source import Choice, Source, choose, json_loads
 from memdiag.transcript.sqlitefile import connect_readonly, is_sqlite
 from memdiag.transcript.toolkit import PathError, reject
+
+if TYPE_CHECKING:
+    import sqlite3
 
 name = "openai_agents"
 # never from parsed JSON (detect is False): an SQLite file is found by detect_path
@@ -64,6 +66,8 @@ def _rows(path: str) -> tuple[str, list[Any]]:
     An `AdvancedSQLiteSession` file keeps branches in `message_structure`: a row may belong to
     several branches, listed in each one's order.
     """
+    import sqlite3  # only when a database is read (detection looks at its magic bytes)
+
     try:
         with connect_readonly(path) as conn:
             tables = _tables(conn)
