@@ -111,7 +111,9 @@ def split_sentences_many(texts: Sequence[str]) -> list[list[str]]:
 
 
 def fold(text: str) -> str:
-    """NFKC + casefold."""
+    """NFKC + casefold. ASCII text is its own NFKC form: only casefolded (``isascii`` is O(1))."""
+    if text.isascii():
+        return text.casefold()
     return unicodedata.normalize("NFKC", text).casefold()
 
 
