@@ -33,6 +33,14 @@ if sys.argv[1] == "--thread":
         time.sleep(1.5)  # past the end of the run
         mark("thread finished")
     threading.Thread(target=late).start()
+if sys.argv[1] == "--pools":  # the model's libraries, imported as a diagnose imports them
+    sys.argv.pop(1)
+    from memdiag.threads import watch_pools
+    watch_pools()
+    import numpy, onnxruntime
+if sys.argv[1] == "--numpy-first":  # imported before memdiag could watch it
+    sys.argv.pop(1)
+    import numpy
 from memdiag.cli import main
 sys.argv[0] = "memdiag"
 main()
@@ -82,6 +90,41 @@ def test_with_another_thread_alive_the_exit_is_the_normal_one(tmp_path: Path) ->
     assert "thread finished" in marks  # a normal exit waits for a non-daemon thread
     assert not any(m.startswith("os._exit") for m in marks)
     assert marks.count("atexit") == 1
+
+
+def test_the_idle_pools_of_numpy_and_onnxruntime_do_not_keep_the_fast_exit_away(
+    tmp_path: Path,
+) -> None:
+    """A run that loaded the embedding model's libraries has their worker threads alive at
+    exit (OpenBLAS's, onnxruntime's): they only compute for a caller, so the run still ends
+    at once; a thread started by an import memdiag did not watch still counts."""
+    args = ("replay", str(FIXTURES / "allergy.jsonl"), "--format", "json")
+    proc, marks = _run(tmp_path, "--pools", *args)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["transcript"].endswith("allergy.jsonl")
+    assert marks == ["atexit", "os._exit 0"]
+    (tmp_path / "first").mkdir()
+    proc, marks = _run(tmp_path / "first", "--numpy-first", *args)
+    assert proc.returncode == 0, proc.stderr
+    assert marks == ["atexit"]  # the normal exit: numpy's thread was not seen starting
+
+
+def test_pool_threads_are_those_the_watched_imports_started() -> None:
+    code = (
+        "from memdiag import threads as t\n"
+        "t.watch_pools()\n"
+        "import numpy, onnxruntime, threading, time\n"
+        "print(t.os_threads(), len(t._pools), t.other_threads())\n"
+        "x = threading.Thread(target=time.sleep, args=(0.5,)); x.start()\n"
+        "print(t.other_threads())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
+    total, pools, others, with_thread = map(int, out)
+    assert pools >= 1 and total == pools + 1 and others == 0
+    assert with_thread == 1
 
 
 @pytest.mark.parametrize(("messages", "read"), [(0, 1), (0, 0), (3000, 1)])

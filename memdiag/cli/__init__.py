@@ -517,10 +517,13 @@ def main() -> None:
     A finished run ends without the interpreter's teardown where that is safe (``exit_now``)."""
     import signal
 
+    from memdiag.threads import watch_pools
+
     def _terminated(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _terminated)
+    watch_pools()  # numpy's and onnxruntime's idle threads do not keep the fast exit away
     try:
         app()  # Typer's standalone mode ends in SystemExit
         code: object = 0

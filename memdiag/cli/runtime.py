@@ -252,7 +252,8 @@ def exit_now(code: int) -> NoReturn:
     on by default), the process ends with ``os._exit`` once everything an exit owes is done:
     the atexit handlers run (coverage, multiprocessing, logging), then stdout and stderr are
     flushed. Only from a process running one thread, native ones included (a library thread
-    may still be writing), and not in Python's development mode; otherwise, or if a flush
+    may still be writing), but for the idle pools numpy and onnxruntime start at import
+    (``memdiag.threads``), and not in Python's development mode; otherwise, or if a flush
     fails for another reason than a closed pipe, the normal exit. A reader that went away
     before the last of the output (``| head -c 1``) is no error, as inside the command: the
     command's own code, nothing on stderr (the normal exit would end 120). Under a
@@ -262,7 +263,7 @@ def exit_now(code: int) -> NoReturn:
     import atexit
     import threading
 
-    from memdiag.threads import os_threads
+    from memdiag.threads import other_threads
 
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)  # CPython's, as Py_Finalize runs
     if (
@@ -271,7 +272,7 @@ def exit_now(code: int) -> NoReturn:
         or sys.getprofile() is not None
         or sys.gettrace() is not None
         or threading.active_count() != 1
-        or os_threads() not in (None, 1)
+        or other_threads() not in (None, 0)
     ):
         _flushed()  # a closed pipe ends with the command's code here too, not 120
         sys.exit(code)
