@@ -272,3 +272,21 @@ def _message_text(m: Message) -> str:
         calls = tool_call_text(m.tool_calls)
         text = f"{text}\n{calls}" if text else calls
     return text
+
+
+def truncate_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str:
+    """Cut ``text`` at the end so that ``counter.section_cost(text) <= max_tokens``."""
+    if counter.section_cost(text) <= max_tokens:
+        return text
+    room = max_tokens - counter.section_cost("x") + counter.count("x")  # overhead of the section
+    if room <= 0:
+        return ""
+    tokens = counter.encoding.encode(text, disallowed_special=())
+    n = min(room, len(tokens))
+    while n > 0:
+        # a cut can split a multi-byte character; re-encoding the decoded text may then differ
+        cut = counter.encoding.decode(tokens[:n], errors="ignore").rstrip()
+        if cut and counter.section_cost(cut) <= max_tokens:
+            return cut
+        n -= 1
+    return ""

@@ -239,6 +239,31 @@ def test_summary_cost_line_by_line_equals_encoding_it_whole(encoding: str, items
         assert s._exact_cost(chosen) == whole
 
 
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(ROLES), sentence_text | sentence_spaced),
+        min_size=2,
+        max_size=8,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_cost_of_one_more_line_equals_counting_them_all(encoding: str, items, rnd):  # type: ignore[no-untyped-def]
+    """The retries' exact cost of the chosen lines plus one, from the cost of the chosen
+    lines and their newest, is the cost of counting them all again."""
+    s = ExtractiveSummarizer(TokenCounter(encoding))
+    lines = [(r, " ".join(t.split())) for r, t in items]
+    cands = [(-1, -n, 1, f"{r}: {t}", r, t) for n, (r, t) in enumerate(lines, 1) if t]
+    if len(cands) < 2:
+        return
+    rnd.shuffle(cands)
+    *chosen, extra = cands
+    cost = s._exact_cost(chosen)
+    newest = min(chosen, key=lambda c: c[1])
+    assert s._exact_cost_with(chosen, cost, newest, extra) == s._exact_cost([*chosen, extra])
+
+
 def test_summaries_identical_to_encoding_whole() -> None:
     """Same summaries when every exact count encodes the whole text (the reference path)."""
     counter = TokenCounter()

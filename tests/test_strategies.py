@@ -16,15 +16,10 @@ from hypothesis import strategies as st
 from memdiag.config import LLMSettings, Settings
 from memdiag.errors import UnavailableError, UsageError
 from memdiag.replay import prepare, replay
-from memdiag.strategies.summarizers import (
-    SUMMARIZERS,
-    SUMMARY_HEADER,
-    ExtractiveSummarizer,
-    LLMSummarizer,
-    truncate_to_tokens,
-)
+from memdiag.strategies.llm_summarizer import LLMSummarizer
+from memdiag.strategies.summarizers import SUMMARIZERS, SUMMARY_HEADER, ExtractiveSummarizer
 from memdiag.text import split_sentences
-from memdiag.tokens import TokenCounter
+from memdiag.tokens import TokenCounter, truncate_to_tokens
 from memdiag.transcript import load
 from memdiag.transcript.model import RawMessage, RawSession, RawSummary, Transcript, build
 from tests.conftest import FIXTURES

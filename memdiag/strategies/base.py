@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from memdiag.transcript.model import Message, SummaryEvent, Transcript
 
 
+# a message to summarize: (role, text) or (role, text, tokens of its text)
+Item = tuple[str, str] | tuple[str, str, int]
+
+
 @dataclass(slots=True)
 class Unit:
     """Messages that enter and leave the window together (a tool call and its results)."""

@@ -8,23 +8,23 @@ chat overhead included — which is exactly what the replay reports in the `summ
 - ``extractive`` (default): offline and deterministic; keeps the most informative sentences.
 - ``recorded``: never summarizes by itself; the strategy uses the transcript's own summary
   events verbatim (what the agent really had).
-- ``llm``: any OpenAI-compatible chat endpoint; optional, never needed by tests.
+- ``llm``: any OpenAI-compatible chat endpoint (``llm_summarizer``); optional, never needed
+  by tests.
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
-import json
 import operator
-import os
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from memdiag.errors import UnavailableError, UsageError
+from memdiag.errors import UsageError
+from memdiag.strategies.base import Item
 from memdiag.text import CJK, split_sentences_many
+from memdiag.tokens import truncate_to_tokens
 
 if TYPE_CHECKING:
     from memdiag.config import LLMSettings
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from memdiag.tokens import TokenCounter
 
 SUMMARY_HEADER = "Summary of earlier conversation:"
-# a message to summarize: (role, text) or (role, text, tokens of its text)
-Item = tuple[str, str] | tuple[str, str, int]
 
 
 class Summarizer(Protocol):
@@ -49,24 +47,6 @@ class Summarizer(Protocol):
     def shrink(self, summary: str, max_tokens: int) -> str:
         """``summary`` made to cost at most ``max_tokens`` (when the window has no more room)."""
         ...
-
-
-def truncate_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str:
-    """Cut ``text`` at the end so that ``counter.section_cost(text) <= max_tokens``."""
-    if counter.section_cost(text) <= max_tokens:
-        return text
-    room = max_tokens - counter.section_cost("x") + counter.count("x")  # overhead of the section
-    if room <= 0:
-        return ""
-    tokens = counter.encoding.encode(text, disallowed_special=())
-    n = min(room, len(tokens))
-    while n > 0:
-        # a cut can split a multi-byte character; re-encoding the decoded text may then differ
-        cut = counter.encoding.decode(tokens[:n], errors="ignore").rstrip()
-        if cut and counter.section_cost(cut) <= max_tokens:
-            return cut
-        n -= 1
-    return ""
 
 
 # --- extractive ------------------------------------------------------------------------------
@@ -170,8 +150,10 @@ class ExtractiveSummarizer:
         self.scores: dict[str, int] = {}
         self._lines: dict[str, tuple[int, int]] = {}
         self._roles: dict[str, int] = {}
-        # exact (with newline, alone) counts of summary lines; see _exact_cost
-        self._exact: dict[str, tuple[int, int]] = {}
+        # exact counts of summary lines with their newline, and alone (only of the lines that
+        # were ever the newest of a summary, the one without a newline); see _exact_cost
+        self._exact: dict[str, int] = {}
+        self._alone: dict[str, int] = {}
         # the lines of the summary this summarizer wrote last: the next call starts from it
         self._written: tuple[str, list[_Line]] = ("", [])
         self._additive = counter.encoding_name in ADDITIVE_ENCODINGS
@@ -355,6 +337,7 @@ class ExtractiveSummarizer:
             chosen.pop()  # the lowest-ranked line
             cost = self._exact_cost(chosen)
         picked = {c[1] for c in chosen}
+        newest = min(chosen, key=_ORDER) if chosen else None  # -order: the smallest is newest
         tries = 0
         for c in ranked:
             if tries == EXACT_RETRIES:
@@ -362,11 +345,13 @@ class ExtractiveSummarizer:
             if c[1] in picked or (cost or base) + c[2] > max_tokens + 1:
                 continue
             tries += 1
-            longer_cost = self._exact_cost([*chosen, c])
+            longer_cost = self._exact_cost_with(chosen, cost, newest, c)
             if longer_cost <= max_tokens:
                 chosen.append(c)
                 picked.add(c[1])
                 cost = longer_cost
+                if newest is None or c[1] < newest[1]:
+                    newest = c
         if not chosen:
             return ""
         ordered = sorted(chosen, key=_ORDER, reverse=True)  # oldest first
@@ -389,20 +374,44 @@ class ExtractiveSummarizer:
             return 0
         if not self._additive:
             return self.counter.section_cost(self._render(sorted(chosen, key=_ORDER, reverse=True)))
-        counts = self._exact
+        counts, alone = self._exact, self._alone
         encode = self.counter.encoding.encode_ordinary  # = counter.count (no special tokens)
         total = self._header_cost
-        last = (0, 0)
-        newest = 1  # -order of the newest line so far (orders are positive)
+        newest = chosen[0]
         for c in chosen:
             key = c[3]
             known = counts.get(key)
             if known is None:
-                known = counts[key] = (len(encode(key + "\n")), len(encode(key)))
-            total += known[0]
-            if c[1] < newest:
-                newest, last = c[1], known
-        return total - last[0] + last[1]  # the newest line has no newline after it
+                known = counts[key] = len(encode(key + "\n"))
+            total += known
+            if c[1] < newest[1]:  # -order: the smaller, the newer
+                newest = c
+        key = newest[3]
+        last = alone.get(key)  # the newest line has no newline after it
+        if last is None:
+            last = alone[key] = len(encode(key))
+        return total - counts[key] + last
+
+    def _exact_cost_with(
+        self, chosen: list[_Candidate], cost: int, newest: _Candidate | None, c: _Candidate
+    ) -> int:
+        """``_exact_cost([*chosen, c])`` from ``cost``, the exact cost of ``chosen``, and its
+        newest line: ``c``'s line with its newline is added, and when ``c`` is newer, the
+        newest line before it gets its newline back (a property test holds them equal)."""
+        if not chosen or newest is None or not self._additive:
+            return self._exact_cost([*chosen, c])
+        counts, alone = self._exact, self._alone
+        encode = self.counter.encoding.encode_ordinary
+        key = c[3]
+        with_newline = counts.get(key)
+        if with_newline is None:
+            with_newline = counts[key] = len(encode(key + "\n"))
+        if c[1] > newest[1]:  # older than the newest line: it ends with a newline
+            return cost + with_newline
+        last = alone.get(key)
+        if last is None:
+            last = alone[key] = len(encode(key))
+        return cost + counts[newest[3]] - alone[newest[3]] + last
 
     @staticmethod
     def _render(ordered: list[_Candidate]) -> str:
@@ -429,88 +438,6 @@ class RecordedSummarizer:
         return truncate_to_tokens(self.counter, summary, max_tokens)
 
 
-# --- llm -------------------------------------------------------------------------------------
-
-LLM_SYSTEM = (
-    "You maintain the running summary of a conversation between a user and an assistant. "
-    "Keep every fact the assistant will need later: names, numbers, dates, places, "
-    "preferences, and above all constraints (allergies, medical facts, prohibitions, "
-    "time zone, units) stated exactly. Write plain sentences, no preamble."
-)
-
-
-class LLMSummarizer:
-    """Any OpenAI-compatible chat endpoint (POST {base_url}/chat/completions) via urllib."""
-
-    name = "llm"
-    compresses = True
-
-    def __init__(self, counter: TokenCounter, llm: LLMSettings) -> None:
-        if not llm.base_url or not llm.model:
-            raise UsageError(
-                "the llm summarizer needs llm.base_url and llm.model in the config file"
-            )
-        self.counter = counter
-        self.settings = llm
-        self.url = llm.base_url.rstrip("/") + "/chat/completions"
-
-    def summarize(self, previous: str, messages: Sequence[Item], max_tokens: int) -> str:
-        room = max_tokens - self.counter.section_cost("x") + self.counter.count("x")
-        if room <= 0:
-            return ""
-        transcript = "\n".join(f"{item[0]}: {item[1]}" for item in messages)
-        prompt = (
-            f"Previous summary:\n{previous or '(none)'}\n\nNew messages:\n{transcript}\n\n"
-            f"Write the updated summary in at most {room} tokens."
-        )
-        body = {
-            "model": self.settings.model,
-            "messages": [
-                {"role": "system", "content": LLM_SYSTEM},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": 0,
-            "max_tokens": room,
-        }
-        reply = self._post(body)
-        return truncate_to_tokens(self.counter, reply.strip(), max_tokens)
-
-    def shrink(self, summary: str, max_tokens: int) -> str:
-        # no second request: cutting is deterministic and free
-        return truncate_to_tokens(self.counter, summary, max_tokens)
-
-    def _post(self, body: Mapping[str, object]) -> str:
-        import urllib.error  # only the llm summarizer talks HTTP: start-up stays light
-        import urllib.request
-
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.settings.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        data = json.dumps(body).encode("utf-8")
-        attempts = max(0, self.settings.max_retries) + 1
-        last = ""
-        for attempt in range(attempts):
-            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.settings.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-                return str(payload["choices"][0]["message"]["content"] or "")
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}"
-                if exc.code < 500 and exc.code != 429:
-                    break  # a client error does not go away by retrying
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                last = str(getattr(exc, "reason", exc))
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise UnavailableError(
-                    f"llm summarizer: {self.url} did not answer with a chat completion"
-                ) from None
-            if attempt + 1 < attempts:
-                time.sleep(min(2.0, 0.25 * 2**attempt))
-        raise UnavailableError(f"llm summarizer: cannot reach {self.url}: {last}")
-
-
 SummarizerFactory = Callable[["TokenCounter", "LLMSettings", "Extractor | None"], Summarizer]
 
 
@@ -523,6 +450,8 @@ def _recorded(counter: TokenCounter, llm: LLMSettings, extractor: Extractor | No
 
 
 def _llm(counter: TokenCounter, llm: LLMSettings, extractor: Extractor | None) -> Summarizer:
+    from memdiag.strategies.llm_summarizer import LLMSummarizer  # urllib only when asked for
+
     return LLMSummarizer(counter, llm)
 
 
