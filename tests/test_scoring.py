@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memdiag.extract import default_extractor
 from memdiag.strategies.summarizers import ExtractiveSummarizer
-from memdiag.text import split_sentences, split_sentences_many
+from memdiag.text import fold, split_sentences, split_sentences_many
 from memdiag.tokens import TokenCounter
 
 # words and marks that switch each feature on or off, and characters at their edges
@@ -182,6 +182,14 @@ def test_split_sentences_many_of_plain_texts(plain, odd, rnd):  # type: ignore[n
     texts = plain + odd
     rnd.shuffle(texts)
     assert split_sentences_many(texts) == [split_sentences(t) for t in texts]
+
+
+@given(st.text() | st.text(alphabet=st.characters(max_codepoint=127)))
+def test_fold_is_nfkc_then_casefold(text: str) -> None:
+    """The ASCII shortcut (no NFKC call) folds as NFKC + casefold does."""
+    import unicodedata
+
+    assert fold(text) == unicodedata.normalize("NFKC", text).casefold()
 
 
 def test_other_spaces_are_every_whitespace_character_but_space_and_newline() -> None:
