@@ -22,7 +22,8 @@ share called so.
 The memdiag column is what `diagnose` reports (evidence order; verdict never_stated or not),
 facts at the last turn, default settings, no store. Time: `diagnose` of --facts observations
 (what-if included, as the CLI runs it) with an empty embedding cache (cold), then again (warm),
-plus all the facts above; peak memory of the process.
+plus all the facts above; peak memory of the process. Then the same `diagnose` as a process,
+as a user runs it (the file read, imports and exit included), with an empty cache, then warm.
 """
 
 from __future__ import annotations
@@ -276,7 +277,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
+    for label, (wall, cpu) in as_processes(args.dev, obs).items():
+        print(
+            f"  as a process, `memdiag diagnose` of the {len(obs)} facts, {label}: "
+            f"{wall:.1f} s wall, CPU {cpu:.1f} s"
+        )
     return 0
+
+
+def as_processes(dev: Path, facts: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """`memdiag diagnose DEV --fact ... --format json` as a user runs it (load, imports and
+    exit included; bytecode compiled first, as pip does): empty cache, then warm."""
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "memdiag")], check=True)
+    cmd = [sys.executable, "-m", "memdiag", "diagnose", str(dev), "--format", "json"]
+    for fact in facts:
+        cmd += ["--fact", fact]
+    out: dict[str, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        env["MEMDIAG_CACHE_DIR"] = tmp
+        for label in ("empty cache", "warm cache"):
+            start = time.perf_counter()
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+            _, status, use = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"memdiag diagnose failed ({label})")
+            out[label] = (time.perf_counter() - start, use.ru_utime + use.ru_stime)
+    return out
 
 
 if __name__ == "__main__":
