@@ -151,6 +151,12 @@ def _constant(name: str) -> Any:
     raise LimitError(f"{name} is not valid JSON")
 
 
+# json.loads with these hooks builds a JSONDecoder on every call (a JSON Lines file: one per
+# line); the decoder keeps no state between documents, so one serves them all
+_DECODER = json.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
+)
+
 # a lone surrogate can only come from a \\u escape (decoded UTF-8 holds none) or a str built
 # from one; text without either needs no fixing (the common case, and a full walk is slow)
 _MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
@@ -164,9 +170,12 @@ def json_loads(text: str) -> Any:
     the limits raise :class:`LimitError`.
     """
     try:
-        data = json.loads(
-            text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
-        )
+        if isinstance(text, str) and not text.startswith("\ufeff"):
+            data = _DECODER.decode(text)  # what json.loads does, without a decoder per call
+        else:  # json.loads' own errors and byte decoding
+            data = json.loads(
+                text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
+            )
     except RecursionError:
         raise LimitError(f"nested deeper than {MAX_DEPTH} levels") from None
     if _MAYBE_SURROGATE.search(text):
