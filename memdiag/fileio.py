@@ -153,6 +153,7 @@ def _constant(name: str) -> Any:
 
 # json.loads with these hooks builds a JSONDecoder on every call (a JSON Lines file: one per
 # line); the decoder keeps no state between documents, so one serves them all
+_JSON_SPACE = " \t\n\r"  # what JSON counts as whitespace (json.decoder.WHITESPACE)
 _DECODER = json.JSONDecoder(
     parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
 )
@@ -162,27 +163,42 @@ _DECODER = json.JSONDecoder(
 _MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
-def json_loads(text: str) -> Any:
+def json_loads(text: str, escapes: bool = True) -> Any:
     """``json.loads`` with limits: ValueError for deep nesting, huge integers, NaN/Infinity.
 
     Lone surrogates (``"\\ud800"``) are replaced by U+FFFD so that no later encode fails.
-    Callers turn ValueError (json.JSONDecodeError is one) into an InputError naming the file;
-    the limits raise :class:`LimitError`.
+    ``escapes=False``: the caller knows ``text`` holds neither a ``\\u`` escape nor a lone
+    surrogate (a line of a file decoded from UTF-8 in which ``\\u`` never occurs), so they
+    are not looked for. Callers turn ValueError (json.JSONDecodeError is one) into an
+    InputError naming the file; the limits raise :class:`LimitError`.
     """
     try:
-        if isinstance(text, str) and not text.startswith("\ufeff"):
-            data = _DECODER.decode(text)  # what json.loads does, without a decoder per call
-        else:  # json.loads' own errors and byte decoding
-            data = json.loads(
-                text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
-            )
+        data = _decode(text)
     except RecursionError:
         raise LimitError(f"nested deeper than {MAX_DEPTH} levels") from None
-    if _MAYBE_SURROGATE.search(text):
+    if escapes and _MAYBE_SURROGATE.search(text):
         return sanitize(data)
     if text.count("[") + text.count("{") > MAX_DEPTH:  # else it cannot be that deep
         check_depth(data)
     return data
+
+
+def _decode(text: str) -> Any:
+    """What ``json.loads(text, hooks)`` gives or raises. ``raw_decode`` scans the document
+    (``decode`` also matches a whitespace regex on each side of it); a text it does not take
+    whole (whitespace before, data after, an error) goes to ``json.loads``, for its exact
+    answer or error (a property test holds them equal)."""
+    if isinstance(text, str):
+        try:
+            data, end = _DECODER.raw_decode(text)
+        except json.JSONDecodeError:
+            pass
+        else:
+            if end == len(text) or not text[end:].strip(_JSON_SPACE):
+                return data
+    return json.loads(
+        text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
+    )
 
 
 def check_depth(data: Any) -> None:

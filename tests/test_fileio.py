@@ -82,6 +82,48 @@ def test_json_roundtrip_encodes(value: object) -> None:
     json.dumps(parsed, ensure_ascii=False).encode("utf-8")
 
 
+def _outcome(f, text: str):  # type: ignore[no-untyped-def]
+    try:
+        return ("value", f(text))
+    except ValueError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(), c, max_size=3),
+    max_leaves=10,
+)
+_SPACE = st.text(alphabet=" \t\n\r\ufeff\x0b", max_size=2)
+
+
+@given(
+    st.one_of(
+        st.tuples(_SPACE, _JSON_VALUES.map(json.dumps), _SPACE, st.text(max_size=3)).map("".join),
+        st.text(max_size=20),
+    )
+)
+def test_decoding_is_json_loads_with_the_hooks(text: str) -> None:
+    """The fast decoding path gives what json.loads with the limit hooks gives, or raises its
+    error: whitespace on either side, a BOM, extra data, garbage, the empty string."""
+    from memdiag.fileio import _constant, _decode, _parse_float, _parse_int
+
+    def reference(t: str) -> object:
+        return json.loads(
+            t, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_constant
+        )
+
+    assert _outcome(_decode, text) == _outcome(reference, text)
+
+
+@given(_JSON_VALUES.map(lambda v: json.dumps(v, ensure_ascii=False)))
+def test_no_escape_check_for_text_without_escapes(text: str) -> None:
+    """A line of a UTF-8 file with no \\u in it reads the same without the surrogate check."""
+    if "\\u" in text or any("\ud800" <= c <= "\udfff" for c in text):
+        return
+    assert _outcome(lambda t: json_loads(t, escapes=False), text) == _outcome(json_loads, text)
+
+
 def test_clip() -> None:
     assert clip("short") == "short"
     long = "x" * 1000

@@ -112,11 +112,12 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
             if isinstance(doc, dict) and "\n" in text.strip():
                 return Source(name, [(1, doc)], is_jsonl=False)
     source = Source(name, [], is_jsonl=True)
+    escapes = "\\u" in text  # decoded UTF-8 holds no lone surrogate; only an escape can
     for lineno, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
-            source.records.append((lineno, json_loads(raw)))
+            source.records.append((lineno, json_loads(raw, escapes)))
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError):
                 if doc_error is not None and not source.records and "\n" in text.strip():
