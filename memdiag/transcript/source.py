@@ -388,13 +388,14 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
     except ValueError as exc:
         raise PathError("", f"field 'content': {exc}") from None
     tool_calls = obj.get("tool_calls") or ()
-    if not isinstance(tool_calls, (list, tuple)) or not all(
-        isinstance(c, dict) for c in tool_calls
+    if tool_calls and (
+        not isinstance(tool_calls, (list, tuple))
+        or not all(isinstance(c, dict) for c in tool_calls)
     ):
         raise PathError("", "field 'tool_calls' must be a list of objects")
     # Anthropic-style tool_use blocks inside an assistant message count as tool calls
-    blocks = meta.get("blocks", [])
-    uses = [b for b in blocks if b.get("type") == "tool_use"]
+    blocks = meta.get("blocks") if meta else None
+    uses = [b for b in blocks if b.get("type") == "tool_use"] if blocks else None
     if uses:
         tool_calls = [
             *tool_calls,
@@ -406,27 +407,44 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
                 for b in uses
             ),
         ]
-    check_tool_calls(tool_calls)
+    if tool_calls:
+        check_tool_calls(tool_calls)
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise PathError("", "field 'forgot' must be a string (the fact the agent should have used)")
     # SDK dumps fill optional fields with null (refusal, audio, usage details): not copied
-    extra = {k: drop_nulls(v) for k, v in obj.items() if k not in MESSAGE_FIELDS and v is not None}
-    if extra:
-        meta = {**meta, **extra}
+    if not obj.keys() <= MESSAGE_FIELDS:
+        extra = {
+            k: drop_nulls(v) for k, v in obj.items() if k not in MESSAGE_FIELDS and v is not None
+        }
+        if extra:
+            meta = {**meta, **extra}
+    # the optional string fields: most are absent or strings, which opt_str returns as they are
+    raw = [obj.get(k) for k in _STRING_FIELDS]
+    if all(v is None or type(v) is str for v in raw):
+        mid, session, ts, stamp, name, call_id = raw
+        ts = ts or stamp
+    else:  # a number to convert, or the error of the first wrong field
+        mid, session = opt_str(obj, "id"), opt_str(obj, "session")
+        ts = opt_str(obj, "ts") or opt_str(obj, "timestamp")
+        name, call_id = opt_str(obj, "name"), opt_str(obj, "tool_call_id")
     return RawMessage(
         role=role,
         content=content,
         line=line,
-        id=opt_str(obj, "id"),
-        session=opt_str(obj, "session"),
-        ts=opt_str(obj, "ts") or opt_str(obj, "timestamp"),
-        name=opt_str(obj, "name"),
+        id=mid,
+        session=session,
+        ts=ts,
+        name=name,
         tool_calls=tuple(tool_calls),
-        tool_call_id=opt_str(obj, "tool_call_id"),
+        tool_call_id=call_id,
         forgot=forgot,
         metadata=meta,
     )
+
+
+# the optional string fields of a message dict, as message_from_dict unpacks them
+_STRING_FIELDS = ("id", "session", "ts", "timestamp", "name", "tool_call_id")
 
 
 # --- exports: one conversation out of many --------------------------------------------

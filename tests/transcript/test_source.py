@@ -375,3 +375,39 @@ def test_a_broken_value_among_concatenated_ones_names_its_line(tmp_path: Path) -
     message = str(exc.value)
     assert message.startswith(f"{path}:")
     assert "truncated?" in message and "value 3 of a file of JSON values" in message
+
+
+_FIELD_VALUES = st.none() | st.text(max_size=3) | st.integers() | st.floats() | st.booleans()
+_FIELD_VALUES |= st.lists(st.integers(), max_size=1)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["id", "session", "ts", "timestamp", "name", "tool_call_id"]),
+        _FIELD_VALUES,
+    )
+)
+def test_message_string_fields_are_read_as_opt_str_reads_them(fields: dict[str, object]) -> None:
+    """The shortcut for fields that are absent or strings gives what reading each field with
+    opt_str gives, in the same order: the same values, or the first wrong field's error."""
+    from memdiag.transcript.source import message_from_dict, opt_str
+
+    obj = {"role": "user", "content": "hi", **fields}
+
+    def one_by_one() -> object:  # the order of RawMessage's arguments
+        mid, session = opt_str(obj, "id"), opt_str(obj, "session")
+        ts = opt_str(obj, "ts") or opt_str(obj, "timestamp")
+        return (mid, session, ts, opt_str(obj, "name"), opt_str(obj, "tool_call_id"))
+
+    def read() -> object:
+        m = message_from_dict(obj, 1)
+        return (m.id, m.session, m.ts, m.name, m.tool_call_id)
+
+    def outcome(f) -> object:  # type: ignore[no-untyped-def]
+        try:
+            return f()
+        except ValueError as exc:
+            return str(exc)
+
+    expected = outcome(one_by_one)
+    assert outcome(read) == expected
