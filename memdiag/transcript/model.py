@@ -216,7 +216,8 @@ def build(
     from memdiag.errors import InputError
 
     messages: list[Message] = []
-    turns: list[Turn] = []
+    opened: list[tuple[int, str, int, int]] = []  # (number, session, session turn, user index)
+    turn_session: str | None = None  # the session of the last turn opened
     sessions: list[str] = []
     known_sessions: set[str] = set()  # sessions is ordered; the set keeps lookups O(1)
     session_ts: dict[str, str] = {}
@@ -282,11 +283,11 @@ def build(
             raise InputError(f"duplicate message id {mid!r}", path=path, line=item.line)
         seen_ids.add(mid)
         if opens_turn(item):
-            if turns:
-                turns[-1] = _close(turns[-1], index)
             turn += 1
             session_turn += 1
-            turns.append(Turn(turn, session, session_turn, index, index + 1))
+            opened.append((turn, session, session_turn, index))
+            turn_session = session
+        in_turn = turn_session == session
         messages.append(
             Message(
                 index=index,
@@ -294,8 +295,8 @@ def build(
                 role=item.role,
                 content=item.content,
                 session=session,
-                turn=turn if turns and turns[-1].session == session else 0,
-                session_turn=session_turn if turns and turns[-1].session == session else 0,
+                turn=turn if in_turn else 0,
+                session_turn=session_turn if in_turn else 0,
                 line=item.line,
                 ts=item.ts,
                 name=item.name,
@@ -305,10 +306,8 @@ def build(
                 metadata=item.metadata,
             )
         )
-    if turns:
-        turns[-1] = _close(turns[-1], len(messages))
     # a turn ends where the next one starts or its session ends
-    turns = [_clip_to_session(t, messages) for t in turns]
+    turns = _turns(opened, messages)
 
     by_id = {m.id: m.index for m in messages}
     summaries = []
@@ -351,12 +350,14 @@ def build(
     )
 
 
-def _close(t: Turn, end: int) -> Turn:
-    return Turn(t.number, t.session, t.session_turn, t.user_index, end)
-
-
-def _clip_to_session(t: Turn, messages: list[Message]) -> Turn:
-    end = t.user_index + 1
-    while end < t.end and messages[end].session == t.session:
-        end += 1
-    return _close(t, end)
+def _turns(opened: list[tuple[int, str, int, int]], messages: list[Message]) -> list[Turn]:
+    """The turns opened at those user messages, each up to the next one or its session's end."""
+    out = []
+    last = len(opened) - 1
+    for k, (number, session, session_turn, user) in enumerate(opened):
+        limit = opened[k + 1][3] if k < last else len(messages)
+        end = user + 1
+        while end < limit and messages[end].session == session:
+            end += 1
+        out.append(Turn(number, session, session_turn, user, end))
+    return out
