@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memdiag.collector import collections_paused
 from memdiag.config import Settings
 from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.survival import FactSurvival, FactTracker, tracked_facts
-from memdiag.tokens import TokenCounter, collections_paused
+from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 from memdiag.turn_records import TurnRecords
 

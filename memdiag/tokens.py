@@ -9,7 +9,6 @@ than tiktoken loading its own cached file.
 
 from __future__ import annotations
 
-import gc
 import marshal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from memdiag.collector import collections_paused
 from memdiag.errors import InputError, UsageError
 from memdiag.transcript.blocks import tool_call_text
 
@@ -178,20 +178,6 @@ def bundled_ranks(name: str) -> dict[bytes, int]:
     if path is not None:
         usercache.write_checked(path, rank_hash.encode(), marshal.dumps(ranks))
     return ranks
-
-
-@contextmanager
-def collections_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while many long-lived objects are made (the
-    encoding's ranks here, a replay's units and state in ``memdiag.replay``): its collections
-    would walk them all and find no garbage. It runs again, as before, afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _spec_without_ranks(spec_fn: Callable[[], dict[str, object]]) -> dict[str, object]:
