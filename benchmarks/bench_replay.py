@@ -11,9 +11,10 @@ Prints the baseline (tiktoken-encoding every message once, measured in the same 
 of a full replay of every strategy (counting included), their ratio (target ≤ 2×), time per
 message at several sizes (flat = O(n)), and the peak resident memory of the process.
 --cli N runs the commands a user runs, as processes, on N messages: the floor (parse the JSONL
-and tiktoken-encode every message once; batched and a plain loop), `replay --strategy all`
-(target ≤ 3× the loop floor's CPU, goal 2×; peak RSS ≤ 2×) and each strategy alone (≤ 1.5×),
-memdiag's bytecode compiled first, as pip does on install.
+with memdiag's reader and tiktoken-encode every message once; batched and a plain loop; and
+the issue's own, stricter floor: json.loads of each line and a plain loop, no reader),
+`replay --strategy all` (target ≤ 3× the loop floor's CPU, goal 2×; peak RSS ≤ 2×) and each
+strategy alone (≤ 1.5×), memdiag's bytecode compiled first, as pip does on install.
 
 Peers: at every user turn, `trim_messages(history, strategy="last", include_system=True,
 start_on="human")` with a token counter giving memdiag's own counts (the same tiktoken
@@ -320,6 +321,19 @@ FLOOR_LOOP = FLOOR.replace(
     "e = TokenCounter().encoding\n[e.encode_ordinary(m.content) for m in t.messages]",
 )
 
+# the issue's floor: parse each JSONL line with json.loads and encode its content, nothing of
+# memdiag's reading (no validation, no model of sessions and turns); stricter than the two above
+FLOOR_JSON = """
+import json, sys
+from memdiag.tokens import TokenCounter
+e = TokenCounter().encoding
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        content = json.loads(line).get("content") if line.strip() else None
+        if isinstance(content, str) and content:
+            e.encode_ordinary(content)
+"""
+
 
 def cli_runs(n: int, repeat: int) -> None:
     """The commands a user runs, as processes: wall, CPU and peak RSS against the floor."""
@@ -345,6 +359,7 @@ def cli_runs(n: int, repeat: int) -> None:
         cmds = {
             "floor: parse + encode_ordinary_batch": [py, "-c", FLOOR, str(path)],
             "floor: parse + encode loop": [py, "-c", FLOOR_LOOP, str(path)],
+            "floor: json.loads + encode loop": [py, "-c", FLOOR_JSON, str(path)],
             "replay --strategy all (table)": [*replay_all, "--show", "none"],
             "replay --strategy all --format json": [*replay_all, "--format", "json"],
         }
@@ -370,6 +385,7 @@ def cli_runs(n: int, repeat: int) -> None:
     print(f"\nas processes, {n:,} messages (best of {repeat}; CPU counts every thread)")
     floor = min(got[next(iter(cmds))])
     loop = min(got["floor: parse + encode loop"])
+    plain = min(got["floor: json.loads + encode loop"])
     for label, runs in got.items():
         wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
         rss = max(r[2] for r in runs)
@@ -377,6 +393,7 @@ def cli_runs(n: int, repeat: int) -> None:
             f"  {label:<45} wall {wall:6.2f}s ({wall / floor[0]:4.2f}x)  CPU {cpu:6.2f}s "
             f"({cpu / floor[1]:4.2f}x)  peak RSS {rss:5.0f} MiB ({rss / floor[2]:4.2f}x)"
             f"  | vs the loop floor: wall {wall / loop[0]:4.2f}x CPU {cpu / loop[1]:4.2f}x"
+            f"  | vs json.loads + loop: CPU {cpu / plain[1]:4.2f}x"
         )
 
 
