@@ -11,8 +11,8 @@ from contextlib import contextmanager
 def collections_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while many long-lived objects are made (the
     encoding's ranks in ``memdiag.tokens``, a transcript as it is loaded, a replay's units
-    and state in ``memdiag.replay``): its collections would walk them all and find no garbage. It runs
-    again, as before, afterwards."""
+    and state in ``memdiag.replay``): its collections would walk them all and find no
+    garbage. It runs again, as before, afterwards."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
