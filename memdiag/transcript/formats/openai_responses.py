@@ -24,14 +24,14 @@ _CHAT_KEYS = {"forgot", "session", "tool_calls", "tool_call_id"}
 
 
 def _elements(source: Source, limit: int | None = None) -> list[Item]:
-    """The items of the file (the first ``limit`` of a JSON Lines file's records)."""
+    """The items of the file (the first ``limit`` of them: detection looks at no more)."""
     if source.is_jsonl:
         return [Item("", line, obj) for line, obj in source.records[:limit]]
     doc = source.records[0][1] if source.records else None
     if isinstance(doc, dict) and isinstance(doc.get("output"), list):  # one Response object
-        return [Item(f"output[{k}]", k + 1, v) for k, v in enumerate(doc["output"])]
+        return [Item(f"output[{k}]", k + 1, v) for k, v in enumerate(doc["output"][:limit])]
     if isinstance(doc, list):
-        return [Item(f"[{k}]", k + 1, v) for k, v in enumerate(doc)]
+        return [Item(f"[{k}]", k + 1, v) for k, v in enumerate(doc[:limit])]
     return [Item("", 1, doc)]
 
 
@@ -41,7 +41,7 @@ def detect(source: Source) -> bool:
     Asked before canonical and openai, which would take a first bare `{"role", "content"}`
     item and then fail on `function_call` or `reasoning`.
     """
-    items = _elements(source, 200)[:200]  # not an Item per line of a long file
+    items = _elements(source, 200)  # not an Item per record of a long file
     for it in items:
         obj = it.value
         if isinstance(obj, dict) and (
