@@ -374,7 +374,7 @@ class ExtractiveSummarizer:
             return 0
         if not self._additive:
             return self.counter.section_cost(self._render(sorted(chosen, key=_ORDER, reverse=True)))
-        counts, alone = self._exact, self._alone
+        counts = self._exact
         encode = self.counter.encoding.encode_ordinary  # = counter.count (no special tokens)
         total = self._header_cost
         newest = chosen[0]
@@ -386,11 +386,8 @@ class ExtractiveSummarizer:
             total += known
             if c[1] < newest[1]:  # -order: the smaller, the newer
                 newest = c
-        key = newest[3]
-        last = alone.get(key)  # the newest line has no newline after it
-        if last is None:
-            last = alone[key] = len(encode(key))
-        return total - counts[key] + last
+        key = newest[3]  # the newest line has no newline after it
+        return total - counts[key] + self._alone_count(key)
 
     def _exact_cost_with(
         self, chosen: list[_Candidate], cost: int, newest: _Candidate | None, c: _Candidate
@@ -398,20 +395,23 @@ class ExtractiveSummarizer:
         """``_exact_cost([*chosen, c])`` from ``cost``, the exact cost of ``chosen``, and its
         newest line: ``c``'s line with its newline is added, and when ``c`` is newer, the
         newest line before it gets its newline back (a property test holds them equal)."""
-        if not chosen or newest is None or not self._additive:
+        if newest is None or not self._additive:  # None: nothing chosen yet
             return self._exact_cost([*chosen, c])
-        counts, alone = self._exact, self._alone
-        encode = self.counter.encoding.encode_ordinary
         key = c[3]
-        with_newline = counts.get(key)
+        with_newline = self._exact.get(key)
         if with_newline is None:
-            with_newline = counts[key] = len(encode(key + "\n"))
+            with_newline = self._exact[key] = len(self.counter.encoding.encode_ordinary(key + "\n"))
         if c[1] > newest[1]:  # older than the newest line: it ends with a newline
             return cost + with_newline
-        last = alone.get(key)
-        if last is None:
-            last = alone[key] = len(encode(key))
-        return cost + counts[newest[3]] - alone[newest[3]] + last
+        before = newest[3]
+        return cost + self._exact[before] - self._alone_count(before) + self._alone_count(key)
+
+    def _alone_count(self, key: str) -> int:
+        """Exact tokens of a summary line without its newline (the newest line's), kept."""
+        found = self._alone.get(key)
+        if found is None:
+            found = self._alone[key] = len(self.counter.encoding.encode_ordinary(key))
+        return found
 
     @staticmethod
     def _render(ordered: list[_Candidate]) -> str:
