@@ -100,7 +100,9 @@ def read_source(path: str | Path, skip_invalid: bool = False) -> Source:
         try:
             doc = json_loads(text)
         except json.JSONDecodeError as exc:
-            doc, doc_error = None, exc
+            # kept without its traceback: that holds this frame (the records read below, and
+            # the caller's frames with what they build), a cycle only a full collection frees
+            doc, doc_error = None, exc.with_traceback(None)
         except LimitError as exc:  # valid JSON beyond a limit: no use reading it as lines
             if "\n" in text.strip():
                 raise InputError(str(exc), path=name) from None
@@ -383,10 +385,15 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
         raise PathError(
             "", f"field 'role': unknown role {role!r}; expected one of {', '.join(ROLES)}"
         )
-    try:
-        content, meta = text_of(obj.get("content"))
-    except ValueError as exc:
-        raise PathError("", f"field 'content': {exc}") from None
+    content = obj.get("content")
+    meta: dict[str, Any]
+    if type(content) is str:  # the common case, without a call
+        meta = {}
+    else:
+        try:
+            content, meta = text_of(content)
+        except ValueError as exc:
+            raise PathError("", f"field 'content': {exc}") from None
     tool_calls = obj.get("tool_calls") or ()
     if tool_calls and (
         not isinstance(tool_calls, (list, tuple))
@@ -407,8 +414,10 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
                 for b in uses
             ),
         ]
+    calls: tuple[dict[str, Any], ...] = ()
     if tool_calls:
         check_tool_calls(tool_calls)
+        calls = tuple(tool_calls)
     forgot = obj.get("forgot")
     if forgot is not None and not isinstance(forgot, str):
         raise PathError("", "field 'forgot' must be a string (the fact the agent should have used)")
@@ -420,31 +429,24 @@ def message_from_dict(obj: dict[str, Any], line: int) -> RawMessage:
         if extra:
             meta = {**meta, **extra}
     # the optional string fields: most are absent or strings, which opt_str returns as they are
-    raw = [obj.get(k) for k in _STRING_FIELDS]
-    if all(v is None or type(v) is str for v in raw):
-        mid, session, ts, stamp, name, call_id = raw
+    get = obj.get
+    mid, session, ts, stamp = get("id"), get("session"), get("ts"), get("timestamp")
+    name, call_id = get("name"), get("tool_call_id")
+    if (
+        (mid is None or type(mid) is str)
+        and (session is None or type(session) is str)
+        and (ts is None or type(ts) is str)
+        and (stamp is None or type(stamp) is str)
+        and (name is None or type(name) is str)
+        and (call_id is None or type(call_id) is str)
+    ):
         ts = ts or stamp
     else:  # a number to convert, or the error of the first wrong field
         mid, session = opt_str(obj, "id"), opt_str(obj, "session")
         ts = opt_str(obj, "ts") or opt_str(obj, "timestamp")
         name, call_id = opt_str(obj, "name"), opt_str(obj, "tool_call_id")
-    return RawMessage(
-        role=role,
-        content=content,
-        line=line,
-        id=mid,
-        session=session,
-        ts=ts,
-        name=name,
-        tool_calls=tuple(tool_calls),
-        tool_call_id=call_id,
-        forgot=forgot,
-        metadata=meta,
-    )
-
-
-# the optional string fields of a message dict, as message_from_dict unpacks them
-_STRING_FIELDS = ("id", "session", "ts", "timestamp", "name", "tool_call_id")
+    # positional, in RawMessage's field order: the cheaper call, once per message
+    return RawMessage(role, content, line, mid, session, ts, name, calls, call_id, forgot, meta)
 
 
 # --- exports: one conversation out of many --------------------------------------------
