@@ -80,3 +80,37 @@ def test_duplicate_ids_rejected(tmp_path):
     )
     with pytest.raises(InputError, match="duplicate message id 'x'"):
         load(p)
+
+
+def test_messages_and_turns_compare_and_hash_as_frozen_records(tmp_path):
+    """Message and Turn are plain slots records at run time (frozen for the type checker, see
+    memdiag/transcript/model.py), with the equality and hash a frozen dataclass gives."""
+    import dataclasses
+
+    rows = [{"role": "user", "content": "Hi, I'm Mia."}, {"role": "assistant", "content": "Hi"}]
+    a, b = load(write(tmp_path, rows)), load(write(tmp_path, rows, "again.jsonl"))
+    assert a.messages == b.messages and a.turns == b.turns
+    assert {*a.turns, *b.turns} == set(a.turns)  # by value
+    with pytest.raises(TypeError):  # as a frozen one: its metadata, a dict, has no hash
+        hash(a.messages[0])
+    other = dataclasses.replace(a.messages[0], content="Hi, I'm Leo.")
+    assert other != a.messages[0] and dataclasses.fields(other) == dataclasses.fields(a.messages[0])
+    assert not hasattr(a.messages[0], "__dict__")  # slots: no per-message dict
+
+
+def test_a_load_leaves_no_reference_cycle(tmp_path):
+    """Nothing a load makes waits for the cyclic collector: a cycle (an exception kept with its
+    traceback holds the reader's frames) would keep every record read until a full collection.
+    The file starts like a JSON document, so the reader tries it as one first and fails."""
+    import gc
+
+    rows = [{"role": "user", "content": f"message {k}"} for k in range(50)]
+    p = write(tmp_path, rows)
+    gc.collect()
+    gc.disable()
+    try:
+        t = load(p)
+        del t
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
