@@ -373,32 +373,3 @@ class Evidence:
     method: str
     scores: Mapping[str, float] = field(default_factory=dict)  # every ranker's score (ranked)
     passes: bool = True  # reaches the threshold on its own (ranked candidates may not)
-
-
-def find_evidence(
-    fact: str,
-    messages: Sequence[object],
-    before: int | None = None,
-    roles: Iterable[str] = ("user",),
-    threshold: float = FUZZY_THRESHOLD,
-) -> list[Evidence]:
-    """Messages (by default user messages) before index ``before`` that state ``fact``.
-
-    Sorted by score, then by recency (later statements first).
-    """
-    from memdiag.transcript.model import Message
-
-    wanted = set(roles)
-    found: list[Evidence] = []
-    end = len(messages) if before is None else before
-    for m in messages[:end]:
-        assert isinstance(m, Message)
-        if m.role not in wanted:
-            continue
-        hit = match(fact, m.content, threshold)
-        if hit is not None:
-            found.append(
-                Evidence(m.index, m.id, m.turn, m.session, m.content, hit.score, hit.method)
-            )
-    found.sort(key=lambda e: (-e.score, -e.index))
-    return found

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.collector import collections_paused
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, TermIndex, fold, match, text_terms
+from memdiag.facts import FUZZY_THRESHOLD, Match, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
 from memdiag.survival import FactSurvival, FactTracker, tracked_facts
+from memdiag.text import mask_non_statements
 from memdiag.tokens import TokenCounter
 from memdiag.transcript.model import Transcript
 from memdiag.turn_records import TurnRecords
@@ -65,29 +66,59 @@ class ReplayContext:
     _term_index: list[TermIndex] = field(default_factory=list, repr=False)  # built on first use
     _system: list[tuple[int, ...]] = field(default_factory=list, repr=False)  # on first use
     _message_terms: dict[str, tuple[frozenset[str], str]] = field(default_factory=dict, repr=False)
+    _word_matches: dict[str, tuple[tuple[int, Match], ...]] = field(
+        default_factory=dict, repr=False
+    )
+    _statements: dict[str, str] = field(default_factory=dict, repr=False)  # text -> statement
 
     @property
     def budget(self) -> int:
         return self.settings.effective_budget()
 
     def evidence_of(self, fact: str) -> tuple[int, ...]:
-        """Indices of the messages that state ``fact`` (searched once per run and fact).
-
-        The run's term index names the few messages that can state it; ``match`` judges those.
-        """
+        """Indices of the messages that state ``fact`` (searched once per run and fact; see
+        ``word_matches``), or the evidence remembered for it."""
         found = self._evidence.get(fact)
+        if found is None:
+            found = self._evidence[fact] = tuple(i for i, _ in self.word_matches(fact))
+        return found
+
+    def word_matches(self, fact: str) -> tuple[tuple[int, Match], ...]:
+        """(index, match) of each message that can be evidence and whose words state ``fact``,
+        in order; found once per run and fact (remembered evidence plays no part).
+
+        The run's term index names the few messages that can state it; ``match`` judges those
+        (the answers of matching every message: a property test holds them equal).
+        """
+        found = self._word_matches.get(fact)
         if found is None:
             msgs = self.transcript.messages
             folded = self._folded()
             keys = self._index().candidates(fact, FUZZY_THRESHOLD)
             pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
-            terms, bounded = self._terms_of, keys is not None
-            found = tuple(
-                i
-                for i, text in pairs
-                if match(fact, msgs[i].content, FUZZY_THRESHOLD, text, terms, bounded)
-            )
-            self._evidence[fact] = found
+            terms, bounded = self.terms_of, keys is not None
+            hits = []
+            # the answer depends on the folded text only: a text that recurs (a repeated
+            # request, a tool's same output) is judged once
+            judged: dict[str, Match | None] = {}
+            for i, text in pairs:
+                if text in judged:
+                    hit = judged[text]
+                else:
+                    hit = judged[text] = match(
+                        fact, msgs[i].content, FUZZY_THRESHOLD, text, terms, bounded
+                    )
+                if hit is not None:
+                    hits.append((i, hit))
+            found = self._word_matches[fact] = tuple(hits)
+        return found
+
+    def statement(self, text: str) -> str:
+        """``mask_non_statements`` of a message's text, kept for the run (every fact whose
+        words a question holds asks it again)."""
+        found = self._statements.get(text)
+        if found is None:
+            found = self._statements[text] = mask_non_statements(text)
         return found
 
     def remember_evidence(self, fact: str, indices: Sequence[int]) -> None:
@@ -122,7 +153,7 @@ class ReplayContext:
             )
         return self._folded_texts
 
-    def _terms_of(self, text: str) -> tuple[frozenset[str], str]:
+    def terms_of(self, text: str) -> tuple[frozenset[str], str]:
         """``text_terms`` of a message's text, kept for the run: many facts match one message."""
         found = self._message_terms.get(text)
         if found is None:

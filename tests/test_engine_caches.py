@@ -406,3 +406,69 @@ def test_texts_with_tokens_are_each_messages_text_tokens(transcript):
     assert sctx.texts_with_tokens(every) == [
         (sctx.message(i).role, sctx.text(i), sctx.text_tokens(i)) for i in every
     ]
+
+
+# texts that recur (a repeated request, a tool's same output), in other case and with questions
+# and hypotheticals around the facts' words: what the per-text answers of a run must get right
+RECURRING = st.sampled_from(
+    [
+        "I'm allergic to peanuts.",
+        "I'M ALLERGIC TO PEANUTS.",
+        "Am I allergic to peanuts?",
+        "If I were allergic to peanuts, what then?",
+        "My name is Mia and I like a window seat.",
+        "我对花生过敏。",
+        "ok",
+    ]
+)
+
+
+@st.composite
+def recurring_transcripts(draw: st.DrawFn):  # type: ignore[no-untyped-def]
+    from memdiag.transcript.model import RawMessage, build
+
+    items = []
+    for _ in range(draw(st.integers(1, 14))):
+        text = draw(RECURRING | TEXT)
+        forgot = "allergic to peanuts" if draw(st.integers(0, 6)) == 0 else None
+        items.append(RawMessage(draw(ROLES), text, forgot=forgot))
+    return build(items, path="<generated>", format="canonical")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(recurring_transcripts() | transcripts(), st.lists(FACTS | TEXT, min_size=1, max_size=4))
+def test_word_matches_are_those_of_matching_every_message(transcript, facts):
+    rctx = prepare(transcript, Settings(budget=300))
+    for fact in facts:
+        direct = tuple(
+            (m.index, hit)
+            for m in transcript.messages
+            if m.role in EVIDENCE_ROLES and (hit := match(fact, m.content)) is not None
+        )
+        assert rctx.word_matches(fact) == direct
+        assert rctx.evidence_of(fact) == tuple(i for i, _ in direct)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(recurring_transcripts(), st.lists(FACTS, min_size=1, max_size=3), st.data())
+def test_stated_before_is_the_search_of_every_message(transcript, facts, data):
+    """diagnose's own-words evidence (recurring texts judged once) is what matching every
+    earlier message, and every statement left once questions are blanked, gives."""
+    from memdiag.diagnosis.evidence import stated_before
+    from memdiag.text import mask_non_statements
+
+    rctx = prepare(transcript, Settings(budget=300))
+    for fact in facts:
+        before = data.draw(st.integers(0, len(transcript.messages)))
+        expected = []
+        for m in transcript.messages[:before]:
+            hit = match(fact, m.content)
+            if m.role not in EVIDENCE_ROLES or hit is None or m.forgot:
+                continue
+            masked = mask_non_statements(m.content)
+            if masked == m.content or match(fact, masked) is not None:
+                expected.append((m.index, hit.score, hit.method))
+        expected.sort(key=lambda e: (-e[1], -e[0]))
+        got = stated_before(rctx, fact, before)
+        assert [(e.index, e.score, e.method) for e in got] == expected
+        assert all(e.text == transcript.messages[e.index].content for e in got)

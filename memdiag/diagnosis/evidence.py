@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memdiag.diagnosis.verdicts import Failure
-from memdiag.facts import Evidence, find_evidence, match
+from memdiag.facts import Evidence, match
 from memdiag.ranking import Candidate, Ranking, evidence_index
 from memdiag.replay import EVIDENCE_ROLES, ReplayContext
-from memdiag.text import mask_non_statements
 
 TOP = 5  # candidates reported per fact
 
@@ -90,10 +89,7 @@ def search_evidence(
         assert ranking is not None
     # the fact's own words, nearly all of them, in one message: these place the fact first
     # (as before ranking existed); the ranking's calibrated candidates only when there are none
-    matched = find_evidence(failure.fact, t.messages, before=user_index + 1, roles=EVIDENCE_ROLES)
-    matched = [
-        e for e in matched if not t.messages[e.index].forgot and _states(failure.fact, e.text)
-    ]
+    matched = stated_before(rctx, failure.fact, user_index + 1)
     ranked = [_evidence(c) for c in ranking.candidates]
     if matched:
         strong = {e.index for e in matched}
@@ -112,11 +108,35 @@ def search_evidence(
     return EvidenceSearch(found, decisive, note, reason)
 
 
-def _states(fact: str, text: str) -> bool:
+def stated_before(rctx: ReplayContext, fact: str, before: int) -> list[Evidence]:
+    """The messages before index ``before`` whose words state ``fact`` (the run's matches,
+    ``ReplayContext.word_matches``), best first, then the later first; a `forgot` marker and
+    a text that holds the words only in what states nothing are left out."""
+    msgs = rctx.transcript.messages
+    states: dict[str, bool] = {}  # a text that recurs is judged once
+    found = []
+    for i, hit in rctx.word_matches(fact):
+        if i >= before:
+            break  # the matches are in message order
+        m = msgs[i]
+        if m.forgot:
+            continue
+        said = states.get(m.content)
+        if said is None:
+            said = states[m.content] = _states(rctx, fact, m.content)
+        if said:
+            found.append(
+                Evidence(m.index, m.id, m.turn, m.session, m.content, hit.score, hit.method)
+            )
+    found.sort(key=lambda e: (-e.score, -e.index))
+    return found
+
+
+def _states(rctx: ReplayContext, fact: str, text: str) -> bool:
     """Whether ``text`` still matches ``fact`` once what states nothing is blanked: a question
     ("Am I allergic to peanuts?") holds the fact's words but does not state it."""
-    masked = mask_non_statements(text)
-    return masked == text or match(fact, masked) is not None
+    masked = rctx.statement(text)
+    return masked == text or match(fact, masked, terms=rctx.terms_of) is not None
 
 
 def _evidence(c: Candidate) -> Evidence:
