@@ -465,3 +465,25 @@ def test_a_question_never_states_the_fact(semantic: bool, request: pytest.Fixtur
         build(said, path="said", format="canonical"), facts[:1], cache=False, semantic=semantic
     )
     assert r.stated and r.candidates[0].id == "u4"
+
+
+def test_equal_lexical_scores_rank_the_later_message_first() -> None:
+    """Messages that score alike for the lexical ranker come later first: with reciprocal-rank
+    fusion their rank alone tells them apart, so the order of the lexical ranking shows."""
+    items = []
+    for k in range(4):
+        items += [
+            RawSession(f"s{k}"),
+            RawMessage("user", "I keep bees on the roof", id=f"u{k}"),
+            RawMessage("assistant", "Noted.", id=f"a{k}"),
+        ]
+    t = build(items, path="<bees>", format="canonical")
+    for fusion in ("rrf", "linear"):
+        index, _ = evidence_index(t, semantic=False, params=Params(fusion=fusion))
+        (ranking,) = index.rank([("bees on the roof", None)], top=4)
+        assert [c.id for c in ranking.candidates] == ["u3", "u2", "u1", "u0"]
+        scores = [c.score for c in ranking.candidates]
+        assert scores == sorted(scores, reverse=True)
+        if fusion == "rrf":  # the rank alone sets the lexical share: strictly decreasing
+            assert len(set(scores)) == 4
+        assert all(c.scores["lexical"] == 1.0 for c in ranking.candidates)

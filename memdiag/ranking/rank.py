@@ -135,6 +135,7 @@ class EvidenceIndex:
         ]
         self._said: dict[int, tuple[Interval, ...]] = {}
         self.speakers = [normalize(m.name) if m.name else "" for m in self.messages]
+        self.sessions = [m.session for m in self.messages]
         self.names = sorted({m.name for m in self.messages if m.name})
 
     def _said_at(self, pos: int) -> tuple[Interval, ...]:
@@ -195,22 +196,29 @@ class EvidenceIndex:
         said: np.ndarray | None = None,
     ) -> Ranking:
         p = self.params
-        contrib: dict[int, dict[str, float]] = {}  # position → ranker → share of the fused score
-        scores: dict[int, dict[str, float]] = {}
+        lex = self.lexical.score(terms(fact), limit)
+        bm25 = lex.bm25
+        # best BM25 first, then the later message: two stable sorts, no key tuple per message
+        ranked = sorted(bm25, reverse=True)
+        ranked.sort(key=bm25.__getitem__, reverse=True)
+        # position → ranker → share of the fused score: first every message that shares a term
+        # with the fact, in that order (what ``add`` gives, on nothing yet)
+        w = p.lexical_weight
+        contrib: dict[int, dict[str, float]]
+        if p.fusion == "rrf":
+            k = p.rrf_k
+            contrib = {pos: {"lexical": 0.0 + w / (k + r + 1)} for r, pos in enumerate(ranked)}
+        else:
+            best = bm25[ranked[0]] if ranked else 1.0
+            contrib = {pos: {"lexical": 0.0 + w * bm25[pos] / best} for pos in ranked}
+        # each ranker's score; the coverage is rounded below, for the candidates reported
+        coverage = lex.coverage
+        scores: dict[int, dict[str, float]] = {pos: {"lexical": coverage[pos]} for pos in ranked}
 
         def add(pos: int, method: str, value: float) -> None:
             c = contrib.setdefault(pos, {})
             c[method] = c.get(method, 0.0) + float(value)
 
-        lex = self.lexical.score(terms(fact), limit)
-        for r, pos in enumerate(sorted(lex.bm25, key=lambda k: (-lex.bm25[k], -k))):
-            if r == 0:
-                best_bm25 = lex.bm25[pos]
-            if p.fusion == "rrf":
-                add(pos, "lexical", p.lexical_weight / (p.rrf_k + r + 1))
-            else:
-                add(pos, "lexical", p.lexical_weight * lex.bm25[pos] / best_bm25)
-            scores[pos] = {"lexical": round(lex.coverage[pos], 3)}
         unit = 1.0 / (p.rrf_k + 1) if p.fusion == "rrf" else 1.0
         semantic = row is not None and row.size > 0 and float(row.max()) > -1.0
         if semantic:
@@ -242,16 +250,22 @@ class EvidenceIndex:
                     add(pos, "speaker", p.speaker_weight * unit)
         if p.neighbor_weight:  # a fact is often stated across a question and its answer
             base = {pos: sum(c.values()) for pos, c in contrib.items()}
+            sessions, weight = self.sessions, p.neighbor_weight
             for pos, v in base.items():
                 if v <= 0.0:
                     continue
+                share = weight * v
                 for nb in (pos - 1, pos + 1):
-                    if 0 <= nb < limit and self.messages[nb].session == self.messages[pos].session:
-                        add(nb, "context", p.neighbor_weight * v)
-                        s = scores.setdefault(nb, {})
-                        s["context"] = round(
-                            max(s.get("context", 0.0), p.neighbor_weight * float(v)), 3
-                        )
+                    if 0 <= nb < limit and sessions[nb] == sessions[pos]:
+                        c = contrib.get(nb)
+                        if c is None:
+                            c = contrib[nb] = {}
+                        c["context"] = c.get("context", 0.0) + float(share)
+                        s = scores.get(nb)
+                        if s is None:
+                            s = scores[nb] = {}
+                        # the larger share, rounded below for the candidates reported
+                        s["context"] = max(s.get("context", 0.0), share)
         exact = [pos for pos in range(limit) if nf and nf in self.norm[pos]] if nf else []
         for pos in exact:
             scores.setdefault(pos, {})["exact"] = 1.0
@@ -263,6 +277,11 @@ class EvidenceIndex:
                     s.setdefault("semantic", round(float(row[pos]), 3))
         fused = {pos: sum(c.values()) for pos, c in contrib.items()}
         order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
+        for pos in order:  # the scores reported, rounded as every other score is
+            s = scores[pos]
+            for key in ("lexical", "context"):
+                if key in s:
+                    s[key] = round(s[key], 3)
         judged = {
             pos: self._statement_scores(pos, fact, scores[pos], said if semantic else None)
             for pos in order
