@@ -57,9 +57,11 @@ class BM25Index:
             lengths.append(len(doc))
             for term, tf in Counter(doc).items():
                 self.postings.setdefault(term, []).append((pos, tf))
-        self.lengths = lengths
         self.size = len(lengths)
         self.avg_length = (sum(lengths) / self.size) if self.size else 0.0
+        # BM25's length normalization of each document, the same for every query
+        avg = self.avg_length or 1.0
+        self._norms = [K1 * (1.0 - B + B * n / avg) for n in lengths]
 
     def idf(self, term: str) -> float:
         """BM25's IDF, floored at a small positive value so common terms still count a little."""
@@ -73,14 +75,13 @@ class BM25Index:
         total = sum(weights.values())
         bm25: dict[int, float] = {}
         covered: dict[int, float] = {}
-        avg = self.avg_length or 1.0
+        norms = self._norms
         for term in distinct:
             w = weights[term]
             for pos, tf in self.postings.get(term, ()):
                 if limit is not None and pos >= limit:
                     break  # postings are in document order
-                norm = K1 * (1.0 - B + B * self.lengths[pos] / avg)
-                bm25[pos] = bm25.get(pos, 0.0) + w * tf * (K1 + 1.0) / (tf + norm)
+                bm25[pos] = bm25.get(pos, 0.0) + w * tf * (K1 + 1.0) / (tf + norms[pos])
                 covered[pos] = covered.get(pos, 0.0) + w
         coverage = {pos: c / total for pos, c in covered.items()} if total else {}
         return LexicalScores(bm25, coverage, len(distinct))
