@@ -487,3 +487,32 @@ def test_equal_lexical_scores_rank_the_later_message_first() -> None:
         if fusion == "rrf":  # the rank alone sets the lexical share: strictly decreasing
             assert len(set(scores)) == 4
         assert all(c.scores["lexical"] == 1.0 for c in ranking.candidates)
+
+
+BM25_TEXTS = st.lists(
+    st.sampled_from(
+        ["allergic", "allergies", "peanuts", "the", "I", "am", "花生过敏", "我对花生", "Mia", "mia"]
+    ),
+    max_size=12,
+).map(" ".join) | st.text(max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(BM25_TEXTS, max_size=8), st.lists(BM25_TEXTS, min_size=1, max_size=3), st.data())
+def test_the_lazy_lexical_index_scores_as_the_eager_one(texts, queries, data) -> None:
+    """BM25Index.of_normalized (postings found when asked, lengths counted without stemming)
+    gives the scores, coverage and IDF of the index built from every document's terms."""
+    from memdiag.ranking.lexical import BM25Index, normalized_terms
+    from memdiag.text import normalize
+
+    norms = [normalize(t) for t in texts]
+    eager = BM25Index(normalized_terms(n) for n in norms)
+    lazy = BM25Index.of_normalized(norms)
+    assert (lazy.size, lazy.avg_length) == (eager.size, eager.avg_length)
+    for query in queries:
+        q = terms(query)
+        limit = data.draw(st.none() | st.integers(0, len(texts)))
+        got, want = lazy.score(q, limit), eager.score(q, limit)
+        assert got == want
+        assert list(got.bm25) == list(want.bm25)  # the order the ranker's ties depend on
+        assert [lazy.idf(t) for t in q] == [eager.idf(t) for t in q]

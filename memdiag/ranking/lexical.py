@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memdiag.facts import CJK_STOP, STOPWORDS, stem
+from memdiag.facts import CJK_STOP, STOPWORDS, TermIndex, stem
 from memdiag.text import cjk_runs, has_cjk, normalize
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -28,14 +28,29 @@ B = 0.75
 
 def terms(text: str) -> list[str]:
     """Index terms of ``text``: stems of content words, then CJK unigrams and bigrams."""
-    norm = normalize(text)
-    out = [stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS and not has_cjk(w)]
+    return normalized_terms(normalize(text))
+
+
+def normalized_terms(norm: str) -> list[str]:
+    """``terms`` of a text from its ``normalize``d form (the index has it already)."""
+    words = _WORD.findall(norm)
+    if norm.isascii():  # no CJK word, no CJK run: no test per word
+        return [stem(w) for w in words if w not in STOPWORDS]
+    out = [stem(w) for w in words if w not in STOPWORDS and not has_cjk(w)]
     for run in cjk_runs(norm):
         out.extend(c for c in run if c not in CJK_STOP)
         out.extend(
             run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= CJK_STOP
         )
     return out
+
+
+def _length(norm: str) -> int:
+    """``len(normalized_terms(norm))`` without stemming: a stem stands for one word."""
+    if norm.isascii():
+        words = _WORD.findall(norm)
+        return len(words) - sum(map(STOPWORDS.__contains__, words))
+    return len(normalized_terms(norm))
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +63,16 @@ class LexicalScores:
 
 
 class BM25Index:
-    """An inverted index over documents (one per message), built in one pass."""
+    """An inverted index over documents (one per message).
+
+    ``BM25Index(docs)`` takes each document's terms and builds every posting in one pass.
+    ``BM25Index.of_normalized(texts)`` takes the documents' ``normalize``d texts and finds a
+    term's postings the first time a query asks for it: the documents that hold the term as a
+    substring (every term is a substring of its text: a stem is a prefix of its word), then
+    their terms, counted once per document. Only the documents' lengths are counted up front,
+    which needs no stemming. The scores are those of the eager index (a property test holds
+    them equal); a run that asks about a few facts does not tokenize every message.
+    """
 
     def __init__(self, docs: Iterable[Sequence[str]]) -> None:
         self.postings: dict[str, list[tuple[int, int]]] = {}
@@ -57,15 +81,47 @@ class BM25Index:
             lengths.append(len(doc))
             for term, tf in Counter(doc).items():
                 self.postings.setdefault(term, []).append((pos, tf))
+        self._set_lengths(lengths)
+        self._texts: Sequence[str] | None = None  # the lazy index's normalized texts
+        self._where: TermIndex | None = None
+        self._counts: dict[int, Counter[str]] = {}
+
+    @classmethod
+    def of_normalized(cls, texts: Sequence[str]) -> BM25Index:
+        index = cls(())
+        index._set_lengths([_length(t) for t in texts])
+        index._texts = texts
+        index._where = TermIndex(enumerate(texts))
+        return index
+
+    def _set_lengths(self, lengths: list[int]) -> None:
         self.size = len(lengths)
         self.avg_length = (sum(lengths) / self.size) if self.size else 0.0
         # BM25's length normalization of each document, the same for every query
         avg = self.avg_length or 1.0
         self._norms = [K1 * (1.0 - B + B * n / avg) for n in lengths]
 
+    def _postings(self, term: str) -> list[tuple[int, int]]:
+        """(document, term frequency) of the documents holding ``term``, in document order."""
+        found = self.postings.get(term)
+        if found is not None:
+            return found
+        found = []
+        if self._where is not None and self._texts is not None:
+            texts, counts = self._texts, self._counts
+            for pos in self._where.holding(term):
+                c = counts.get(pos)
+                if c is None:
+                    c = counts[pos] = Counter(normalized_terms(texts[pos]))
+                tf = c[term]
+                if tf:
+                    found.append((pos, tf))
+            self.postings[term] = found
+        return found
+
     def idf(self, term: str) -> float:
         """BM25's IDF, floored at a small positive value so common terms still count a little."""
-        df = len(self.postings.get(term, ()))
+        df = len(self._postings(term))
         return max(math.log((self.size - df + 0.5) / (df + 0.5) + 1.0), 1e-3)
 
     def score(self, query: Sequence[str], limit: int | None = None) -> LexicalScores:
@@ -78,7 +134,7 @@ class BM25Index:
         norms = self._norms
         for term in distinct:
             w = weights[term]
-            for pos, tf in self.postings.get(term, ()):
+            for pos, tf in self._postings(term):
                 if limit is not None and pos >= limit:
                     break  # postings are in document order
                 bm25[pos] = bm25.get(pos, 0.0) + w * tf * (K1 + 1.0) / (tf + norms[pos])

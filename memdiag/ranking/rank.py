@@ -129,7 +129,7 @@ class EvidenceIndex:
         self.stats = IndexStats(messages=len(self.messages))
         dates = session_dates or {}
         self.norm = [normalize(m.content) for m in self.messages]
-        self.lexical = BM25Index(terms(m.content) for m in self.messages)
+        self.lexical = BM25Index.of_normalized(self.norm)  # terms counted as facts ask
         self.when: list[dt.date | None] = [
             parse_date(m.ts) or parse_date(dates.get(m.session)) for m in self.messages
         ]
