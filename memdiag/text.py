@@ -44,6 +44,7 @@ CJK = LazyPattern(f"[{CJK_RANGES}]")  # ~4 ms to compile: ASCII text never needs
 CJK_RUN = LazyPattern(f"[{CJK_RANGES}]+")
 
 _SPACE = re.compile(r"\s+")
+_NOT_WORD = re.compile(r"[^\w\s]")  # normalize's punctuation (compiled: it runs per message)
 # a sentence ends at . ! ? followed by space (not "3.5" or "e.g.x"), at CJK 。！？； or a newline
 _BOUNDARY = LazyPattern(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 # The same boundaries in a text without 。！？；: every one starts at a whitespace character, so
@@ -119,8 +120,7 @@ def fold(text: str) -> str:
 
 def normalize(text: str) -> str:
     """Casefold, NFKC, collapse whitespace and strip punctuation at the edges of words."""
-    text = re.sub(r"[^\w\s]", " ", fold(text))
-    return _SPACE.sub(" ", text).strip()
+    return _SPACE.sub(" ", _NOT_WORD.sub(" ", fold(text))).strip()
 
 
 def normalize_key(key: str) -> str:
