@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memdiag.config import Settings
 from memdiag.diagnosis import Failure, diagnose, failures_from, kept_at
@@ -10,6 +12,7 @@ from memdiag.errors import UsageError
 from memdiag.replay import prepare
 from memdiag.transcript import load
 from tests.conftest import FIXTURES
+from tests.helpers import transcripts
 
 DEMO = FIXTURES / "demo.jsonl"
 DEMO_ZH = FIXTURES / "demo_zh.jsonl"
@@ -226,3 +229,60 @@ def test_what_if_budget_is_minimal_even_after_a_huge_first_message(tmp_path):
     assert budget < 400  # far below the diary's cost
     assert kept_at(rctx, "sliding_window", d.fact, d.at_turn, budget)
     assert not kept_at(rctx, "sliding_window", d.fact, d.at_turn, budget - 1)
+
+
+def _searched_budget(rctx, fact: str, turn: int) -> int | None:
+    """The smallest sliding budget by binary search alone (what smallest_budget did before it
+    read the answer off one replay)."""
+    hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
+    if not kept_at(rctx, "sliding_window", fact, turn, hi):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if kept_at(rctx, "sliding_window", fact, turn, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+@given(
+    transcripts(),
+    st.sampled_from(["allergic to peanuts", "Mia", "window seat", "peanuts"]),
+    st.data(),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_smallest_budget_is_the_binary_search(transcript, fact, data):
+    from memdiag.diagnosis import smallest_budget
+
+    over = {
+        "sliding_window.max_turns": data.draw(st.none() | st.integers(1, 6)),
+        "keep_system": data.draw(st.booleans()),
+    }
+    memory = data.draw(st.sampled_from(["", "User profile: allergic to peanuts.", "Likes tea."]))
+    rctx = prepare(
+        transcript,
+        Settings(budget=200).with_overrides(**over),
+        memory_tokens=len(memory) // 4,
+        memory_text=memory,
+    )
+    if data.draw(st.booleans()):  # the fact stated by a message its words do not match
+        rctx.remember_evidence(fact, [data.draw(st.integers(0, len(transcript.messages) - 1))])
+    turn = data.draw(st.integers(1, len(transcript.turns)))
+    assert smallest_budget(rctx, fact, turn) == _searched_budget(rctx, fact, turn)
+
+
+def test_smallest_budget_is_read_off_one_replay(monkeypatch):
+    """On the demo the answer needs three replays (everything fitting, the answer, one token
+    less), not a binary search over the budget."""
+    import memdiag.diagnosis.short_term as st_mod
+
+    t = load(DEMO)
+    rctx = prepare(t, Settings(budget=400))
+    expected = _searched_budget(rctx, "allergic to peanuts", 8)
+    calls = []
+    real = st_mod.replay
+    monkeypatch.setattr(st_mod, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert st_mod.smallest_budget(rctx, "allergic to peanuts", 8) == expected
+    assert expected is not None and len(calls) == 3

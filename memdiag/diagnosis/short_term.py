@@ -7,11 +7,12 @@ strategies and the smallest sliding-window budget that keeps the fact.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import replace
 
 from memdiag.diagnosis.verdicts import Failure, Outcome, ShortTermDetails, Verdict, WhatIf
-from memdiag.replay import ReplayContext, replay
-from memdiag.strategies import WindowView
+from memdiag.replay import ReplayContext, StrategyReplay, replay
+from memdiag.strategies import Unit, WindowView
 
 
 def decide_short_term(
@@ -50,24 +51,47 @@ def kept_at(
     rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
 ) -> bool:
     """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
+    return _kept(_replay_to(rctx, strategy, fact, turn, budget))
+
+
+def _replay_to(
+    rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
+) -> StrategyReplay:
     if budget is not None and budget != rctx.budget:
         rctx = rctx.with_budget(budget)
-    s = replay(rctx, strategy, [fact], until_turn=turn, from_session_of=turn).facts[0]
+    return replay(rctx, strategy, [fact], until_turn=turn, from_session_of=turn)
+
+
+def _kept(res: StrategyReplay) -> bool:
+    s = res.facts[0]
     return s.kept_by is not None and s.lost_at_turn is None
 
 
 def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
-    """The smallest budget at which the sliding window keeps ``fact`` at ``turn`` (searched).
+    """The smallest budget at which the sliding window keeps ``fact`` at ``turn``.
 
     Kept-ness is monotone in the budget for the sliding window (the window is always a suffix of
-    the session's messages, longer with a larger budget), so a binary search is exact. None when
-    no budget keeps it (e.g. max_turns evicts it first).
+    the session's messages, longer with a larger budget). So a budget that keeps the fact while
+    one token less does not is the answer. The window at ``turn`` under a budget that fits
+    everything names it: the fixed sections plus the units from the latest statement of the fact
+    to the newest (``_threshold``); two replays confirm it. When they do not (a turn limit, the
+    fact in the injected memories), a binary search over the budget finds it, exactly as well.
+    None when no budget keeps it (e.g. max_turns evicts it first).
     """
     # everything fits in `hi`; `lo` = 1 keeps the search exact whatever the message sizes (a
     # bound taken from some other message could exceed the answer)
     hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
-    if not kept_at(rctx, "sliding_window", fact, turn, hi):
+    whole = _replay_to(rctx, "sliding_window", fact, turn, hi)
+    if not _kept(whole):
         return None
+    guess = _threshold(rctx, whole, fact)
+    if (
+        guess is not None
+        and 1 <= guess < hi
+        and kept_at(rctx, "sliding_window", fact, turn, guess)
+        and (guess == 1 or not kept_at(rctx, "sliding_window", fact, turn, guess - 1))
+    ):
+        return guess
     lo = 1
     while lo < hi:
         mid = (lo + hi) // 2
@@ -76,6 +100,31 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
         else:
             lo = mid + 1
     return hi
+
+
+def _begins(item: tuple[int, Unit]) -> int:
+    return item[0]  # (index of the unit's first message, unit)
+
+
+def _threshold(rctx: ReplayContext, whole: StrategyReplay, fact: str) -> int | None:
+    """The budget at which the latest statement of ``fact`` in ``whole``'s final window (a
+    replay in which everything fits) is the oldest unit the sliding window still keeps."""
+    if whole.final is None or not whole.final.indices or not whole.turns:
+        return None
+    window = whole.final.indices
+    stated = set(rctx.evidence_of(fact)).intersection(window)
+    if not stated:
+        return None
+    units = rctx.units
+    first = bisect.bisect_left(units, window[0], key=_begins)
+    last = bisect.bisect_right(units, window[-1], key=_begins)
+    tokens = 0
+    for _, unit in reversed(units[first:last]):
+        tokens += unit.tokens
+        if stated.intersection(unit.indices):
+            t = whole.turns[-1].tokens  # the sliding window's fixed sections at that turn
+            return t["system"] + t["memories"] + rctx.counter.overhead.reply_priming + tokens
+    return None
 
 
 def what_if_short_term(rctx: ReplayContext, failure: Failure) -> WhatIf:
