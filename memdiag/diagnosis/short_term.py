@@ -119,9 +119,11 @@ def _threshold(rctx: ReplayContext, whole: StrategyReplay, fact: str) -> int | N
     first = bisect.bisect_left(units, window[0], key=_begins)
     last = bisect.bisect_right(units, window[-1], key=_begins)
     tokens = 0
-    for _, unit in reversed(units[first:last]):
+    for k, (_, unit) in enumerate(reversed(units[first:last])):
         tokens += unit.tokens
         if stated.intersection(unit.indices):
+            if k == 0:  # the newest unit, never evicted: any budget keeps it
+                return 1
             t = whole.turns[-1].tokens  # the sliding window's fixed sections at that turn
             return t["system"] + t["memories"] + rctx.counter.overhead.reply_priming + tokens
     return None
