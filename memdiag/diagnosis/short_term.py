@@ -74,8 +74,9 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
     the session's messages, longer with a larger budget). So a budget that keeps the fact while
     one token less does not is the answer. The window at ``turn`` under a budget that fits
     everything names it: the fixed sections plus the units from the latest statement of the fact
-    to the newest (``_threshold``); two replays confirm it. When they do not (a turn limit, the
-    fact in the injected memories), a binary search over the budget finds it, exactly as well.
+    to the newest (``_threshold``; 1 when the newest states it, which is never evicted), and
+    replays confirm it. When they do not (the fact also in the injected memories), a binary
+    search over the budget finds it, exactly as well.
     None when no budget keeps it (e.g. max_turns evicts it first).
     """
     # everything fits in `hi`; `lo` = 1 keeps the search exact whatever the message sizes (a
