@@ -234,17 +234,12 @@ def test_what_if_budget_is_minimal_even_after_a_huge_first_message(tmp_path):
 def _searched_budget(rctx, fact: str, turn: int) -> int | None:
     """The smallest sliding budget by binary search alone (what smallest_budget did before it
     read the answer off one replay)."""
-    hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
+    from memdiag.diagnosis.short_term import fits_everything, searched_budget
+
+    hi = fits_everything(rctx)
     if not kept_at(rctx, "sliding_window", fact, turn, hi):
         return None
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if kept_at(rctx, "sliding_window", fact, turn, mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
+    return searched_budget(rctx, fact, turn, hi)
 
 
 @given(

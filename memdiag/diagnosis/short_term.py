@@ -79,9 +79,7 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
     search over the budget finds it, exactly as well.
     None when no budget keeps it (e.g. max_turns evicts it first).
     """
-    # everything fits in `hi`; `lo` = 1 keeps the search exact whatever the message sizes (a
-    # bound taken from some other message could exceed the answer)
-    hi = sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
+    hi = fits_everything(rctx)
     whole = _replay_to(rctx, "sliding_window", fact, turn, hi)
     if not _kept(whole):
         return None
@@ -93,6 +91,19 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
         and (guess == 1 or not kept_at(rctx, "sliding_window", fact, turn, guess - 1))
     ):
         return guess
+    return searched_budget(rctx, fact, turn, hi)
+
+
+def fits_everything(rctx: ReplayContext) -> int:
+    """A budget that every window of the run fits in (the top of the budget search)."""
+    return sum(rctx.costs) + rctx.memory_tokens + rctx.counter.overhead.reply_priming + 1
+
+
+def searched_budget(rctx: ReplayContext, fact: str, turn: int, hi: int) -> int:
+    """The smallest budget up to ``hi`` (which keeps ``fact``) at which the sliding window keeps
+    it at ``turn``, by binary search: exact, kept-ness being monotone in the budget. ``lo`` = 1
+    keeps it exact whatever the message sizes (a bound taken from some other message could
+    exceed the answer)."""
     lo = 1
     while lo < hi:
         mid = (lo + hi) // 2
