@@ -82,16 +82,15 @@ class BM25Index:
             for term, tf in Counter(doc).items():
                 self.postings.setdefault(term, []).append((pos, tf))
         self._set_lengths(lengths)
-        self._texts: Sequence[str] | None = None  # the lazy index's normalized texts
-        self._where: TermIndex | None = None
+        # the lazy index: the normalized texts, and where each term occurs in them
+        self._lazy: tuple[Sequence[str], TermIndex] | None = None
         self._counts: dict[int, Counter[str]] = {}
 
     @classmethod
     def of_normalized(cls, texts: Sequence[str]) -> BM25Index:
         index = cls(())
         index._set_lengths([_length(t) for t in texts])
-        index._texts = texts
-        index._where = TermIndex(enumerate(texts))
+        index._lazy = (texts, TermIndex(enumerate(texts)))
         return index
 
     def _set_lengths(self, lengths: list[int]) -> None:
@@ -107,9 +106,9 @@ class BM25Index:
         if found is not None:
             return found
         found = []
-        if self._where is not None and self._texts is not None:
-            texts, counts = self._texts, self._counts
-            for pos in self._where.holding(term):
+        if self._lazy is not None:
+            (texts, where), counts = self._lazy, self._counts
+            for pos in where.holding(term):
                 c = counts.get(pos)
                 if c is None:
                     c = counts[pos] = Counter(normalized_terms(texts[pos]))

@@ -257,7 +257,7 @@ class EvidenceIndex:
                 share = weight * v
                 for nb in (pos - 1, pos + 1):
                     if 0 <= nb < limit and sessions[nb] == sessions[pos]:
-                        c = contrib.get(nb)
+                        c = contrib.get(nb)  # ``add``, written out: ~15% of the ranking
                         if c is None:
                             c = contrib[nb] = {}
                         c["context"] = c.get("context", 0.0) + float(share)
