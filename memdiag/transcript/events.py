@@ -13,7 +13,7 @@ This module sits below ``model.py`` (which imports it), so it never imports the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -144,16 +144,23 @@ RawEvent = RawWindow | RawRetrieval
 
 
 def resolve(
-    pending: Sequence[tuple[RawEvent, int]], messages: Sequence[_Message], path: str
+    pending: Sequence[tuple[RawEvent, int]],
+    messages: Sequence[_Message],
+    path: str,
+    by_id: Mapping[str, int] | None = None,
 ) -> tuple[tuple[WindowEvent, ...], tuple[RetrievalEvent, ...]]:
     """Resolve raw events against the built messages.
 
-    ``pending`` holds (event, number of messages before it in the stream). Raises InputError
+    ``pending`` holds (event, number of messages before it in the stream); ``by_id`` maps the
+    messages' ids to their indices (made from ``messages`` when not given). Raises InputError
     naming the file, line and field for an id that is referenced but missing.
     """
     from memdiag.errors import InputError
 
-    by_id = {m.id: m.index for m in messages}
+    if not pending:
+        return (), ()
+    if by_id is None:
+        by_id = {m.id: m.index for m in messages}
     windows: list[WindowEvent] = []
     retrievals: list[RetrievalEvent] = []
 

@@ -240,7 +240,6 @@ def build(
     pending_summaries: list[RawSummary] = []
     summary_after: list[int] = []
     pending_events: list[tuple[RawWindow | RawRetrieval, int]] = []
-    seen_ids: set[str] = set()
     session: str | None = None
     turn = 0
     session_turn = 0
@@ -271,22 +270,20 @@ def build(
 
     probes: list[Probe] = []
     probe_problems: list[ReadProblem] = []
+    by_id: dict[str, int] = {}  # message id -> index (a repeated id is an error)
     for item in items:
-        if isinstance(item, Probe):
-            probes.append(item)
-            continue
-        if isinstance(item, ReadProblem):
-            probe_problems.append(item)
-            continue
-        if isinstance(item, RawSession):
-            enter_session(item.id, item.ts)
-            continue
-        if isinstance(item, RawSummary):
-            pending_summaries.append(item)
-            summary_after.append(len(messages) - 1)
-            continue
-        if isinstance(item, (RawWindow, RawRetrieval)):
-            pending_events.append((item, len(messages)))
+        if not isinstance(item, RawMessage):  # one test for the common item, a message
+            if isinstance(item, Probe):
+                probes.append(item)
+            elif isinstance(item, ReadProblem):
+                probe_problems.append(item)
+            elif isinstance(item, RawSession):
+                enter_session(item.id, item.ts)
+            elif isinstance(item, RawSummary):
+                pending_summaries.append(item)
+                summary_after.append(len(messages) - 1)
+            else:  # RawWindow, RawRetrieval
+                pending_events.append((item, len(messages)))
             continue
         if item.session is not None:
             enter_session(str(item.session), item.ts)
@@ -295,9 +292,9 @@ def build(
         assert session is not None
         index = len(messages)
         mid = item.id if item.id is not None else f"m{index + 1}"
-        if mid in seen_ids:
+        if mid in by_id:
             raise InputError(f"duplicate message id {mid!r}", path=path, line=item.line)
-        seen_ids.add(mid)
+        by_id[mid] = index
         if opens_turn(item):
             turn += 1
             session_turn += 1
@@ -325,7 +322,6 @@ def build(
     # a turn ends where the next one starts or its session ends
     turns = _turns(opened, messages)
 
-    by_id = {m.id: m.index for m in messages}
     summaries = []
     for raw, after in zip(pending_summaries, summary_after, strict=True):
         if raw.replaces_through is None:
@@ -346,7 +342,7 @@ def build(
             )
         owner = messages[after].session if after >= 0 else (sessions[0] if sessions else "s1")
         summaries.append(SummaryEvent(raw.content, after, through, owner, raw.line, raw.meta))
-    windows, retrievals = resolve(pending_events, messages, path)
+    windows, retrievals = resolve(pending_events, messages, path, by_id)
 
     return Transcript(
         path=path,
