@@ -318,8 +318,10 @@ class TermIndex:
         # ASCII texts are joined apart: an ASCII string is scanned fastest, and a term with
         # another character (a CJK one) can only be in the other texts, a smaller string
         self._groups: list[tuple[list[int], list[int], str]] = []  # (ordinals, starts, joined)
-        plain = [n for n, p in enumerate(parts) if p.isascii()]
-        other = [n for n, p in enumerate(parts) if not p.isascii()]
+        plain: list[int] = []
+        other: list[int] = []
+        for n, p in enumerate(parts):
+            (plain if p.isascii() else other).append(n)
         for ordinals in (plain, other):
             group = [parts[n] for n in ordinals]
             starts = list(itertools.accumulate((len(p) + 1 for p in group[:-1]), initial=0))

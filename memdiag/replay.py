@@ -145,13 +145,13 @@ class ReplayContext:
 
     def _folded(self) -> dict[int, str]:
         """Folded text of every message that can be evidence, by index, computed once per run."""
-        if not self._folded_texts:
-            self._folded_texts.update(
-                (m.index, fold(m.content))
-                for m in self.transcript.messages
-                if m.role in EVIDENCE_ROLES
-            )
-        return self._folded_texts
+        folded = self._folded_texts
+        if not folded:
+            for m in self.transcript.messages:
+                if m.role in EVIDENCE_ROLES:
+                    text = m.content  # fold, with its ASCII case written out (most messages)
+                    folded[m.index] = text.casefold() if text.isascii() else fold(text)
+        return folded
 
     def terms_of(self, text: str) -> tuple[frozenset[str], str]:
         """``text_terms`` of a message's text, kept for the run: many facts match one message."""
@@ -227,17 +227,18 @@ def group_units(
     units: list[tuple[int, Unit]] = []
     open_calls: set[str] = set()
     current: Unit | None = None
+    session = ""  # the session of ``current``
+    skip_system = settings.keep_system
     for m in transcript.messages:
-        if m.role == "system" and settings.keep_system:
+        role = m.role
+        if role == "system" and skip_system:
             continue
-        joins = (
+        if (
             current is not None
-            and m.role == "tool"
-            and m.session == transcript.messages[current.indices[0]].session
+            and role == "tool"
+            and m.session == session
             and (not m.tool_call_id or m.tool_call_id in open_calls or not open_calls)
-        )
-        if joins:
-            assert current is not None
+        ):
             current.indices.append(m.index)
             current.tokens += costs[m.index]
             if m.tool_call_id:
@@ -245,11 +246,14 @@ def group_units(
             continue
         current = Unit([m.index], costs[m.index], m.turn)
         units.append((m.index, current))
-        if m.role == "assistant" and m.tool_calls:
+        if role == "assistant" and m.tool_calls:
             open_calls = set(m.tool_call_ids)
-        else:
+            session = m.session
+        elif role == "tool":  # a result without its call: later results join it
             open_calls = set()
-            current = None if m.role != "tool" else current
+            session = m.session
+        else:
+            current = None
     return units
 
 
