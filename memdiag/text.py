@@ -44,7 +44,8 @@ CJK = LazyPattern(f"[{CJK_RANGES}]")  # ~4 ms to compile: ASCII text never needs
 CJK_RUN = LazyPattern(f"[{CJK_RANGES}]+")
 
 _SPACE = re.compile(r"\s+")
-_NOT_WORD = re.compile(r"[^\w\s]")  # normalize's punctuation (compiled: it runs per message)
+# normalize's runs of punctuation and whitespace (compiled: it runs per message)
+_NOT_WORDS = re.compile(r"\W+")
 # a sentence ends at . ! ? followed by space (not "3.5" or "e.g.x"), at CJK 。！？； or a newline
 _BOUNDARY = LazyPattern(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 # The same boundaries in a text without 。！？；: every one starts at a whitespace character, so
@@ -120,7 +121,9 @@ def fold(text: str) -> str:
 
 def normalize(text: str) -> str:
     """Casefold, NFKC, collapse whitespace and strip punctuation at the edges of words."""
-    return _SPACE.sub(" ", _NOT_WORD.sub(" ", fold(text))).strip()
+    # punctuation to spaces, then whitespace collapsed: every run of non-word characters
+    # becomes one space, in one pass (a property test holds it equal to the two steps)
+    return _NOT_WORDS.sub(" ", fold(text)).strip()
 
 
 def normalize_key(key: str) -> str:

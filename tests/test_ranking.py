@@ -516,3 +516,35 @@ def test_the_lazy_lexical_index_scores_as_the_eager_one(texts, queries, data) ->
         assert got == want
         assert list(got.bm25) == list(want.bm25)  # the order the ranker's ties depend on
         assert [lazy.idf(t) for t in q] == [eager.idf(t) for t in q]
+
+
+CJK_MIXED = st.text(
+    # CJK stopwords and others, kana, Hangul, fullwidth letters and commas, a combining accent
+    alphabet=st.sampled_from([*"ab Mia 我的了是花生过敏对ソウル한국ｆｕｌｌ，。!?-1é\n", "\u0301"]),
+    max_size=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CJK_MIXED | BM25_TEXTS)
+def test_a_documents_length_is_its_number_of_terms(text) -> None:
+    """The lazy index counts a document's terms without stemming or slicing CJK runs: the
+    count equals that of the terms themselves (CJK stopwords, mixed words, accents)."""
+    from memdiag.ranking.lexical import _length, normalized_terms
+    from memdiag.text import normalize
+
+    norm = normalize(text)
+    assert _length(norm) == len(normalized_terms(norm))
+
+
+@settings(max_examples=300, deadline=None)
+@given(CJK_MIXED | st.text(max_size=40))
+def test_normalize_turns_each_run_of_non_word_characters_into_one_space(text) -> None:
+    """normalize's one pass equals its definition: punctuation to spaces, whitespace collapsed,
+    the edges stripped (any character: control, separator, symbol, combining mark)."""
+    import re
+
+    from memdiag.text import fold, normalize
+
+    two_steps = re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", fold(text))).strip()
+    assert normalize(text) == two_steps

@@ -10,6 +10,7 @@ message (Okapi BM25) and the IDF-weighted share of the fact's terms that the mes
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -46,11 +47,18 @@ def normalized_terms(norm: str) -> list[str]:
 
 
 def _length(norm: str) -> int:
-    """``len(normalized_terms(norm))`` without stemming: a stem stands for one word."""
+    """``len(normalized_terms(norm))`` without stemming or slicing: a stem stands for one
+    word, and a CJK run of n characters, s of them stopwords, gives n - s unigrams and a
+    bigram for each adjacent pair that is not two stopwords (a property test holds it equal)."""
+    words = _WORD.findall(norm)
     if norm.isascii():
-        words = _WORD.findall(norm)
         return len(words) - sum(map(STOPWORDS.__contains__, words))
-    return len(normalized_terms(norm))
+    n = sum(1 for w in words if w not in STOPWORDS and not has_cjk(w))
+    for run in cjk_runs(norm):
+        stop = [c in CJK_STOP for c in run]
+        n += len(run) - sum(stop)
+        n += sum(1 for a, b in itertools.pairwise(stop) if not (a and b))
+    return n
 
 
 @dataclass(frozen=True, slots=True)
