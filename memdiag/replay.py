@@ -93,7 +93,7 @@ class ReplayContext:
         found = self._word_matches.get(fact)
         if found is None:
             msgs = self.transcript.messages
-            folded = self._folded()
+            folded = self.folded()
             keys = self._index().candidates(fact, FUZZY_THRESHOLD)
             pairs = folded.items() if keys is None else ((i, folded[i]) for i in keys)
             terms, bounded = self.terms_of, keys is not None
@@ -143,8 +143,9 @@ class ReplayContext:
             self._system.append(tuple(m.index for m in msgs if m.role == "system"))
         return self._system[0]
 
-    def _folded(self) -> dict[int, str]:
-        """Folded text of every message that can be evidence, by index, computed once per run."""
+    def folded(self) -> dict[int, str]:
+        """Folded text (``fold``) of every message that can be evidence, by index, computed once
+        per run (the word search and the evidence ranker both read it)."""
         folded = self._folded_texts
         if not folded:
             for m in self.transcript.messages:
@@ -163,7 +164,7 @@ class ReplayContext:
     def _index(self) -> TermIndex:
         """The term index of those messages, built once per run (docs/engine.md)."""
         if not self._term_index:
-            self._term_index.append(TermIndex(self._folded().items()))
+            self._term_index.append(TermIndex(self.folded().items()))
         return self._term_index[0]
 
     def with_budget(self, budget: int) -> ReplayContext:

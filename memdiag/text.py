@@ -121,9 +121,14 @@ def fold(text: str) -> str:
 
 def normalize(text: str) -> str:
     """Casefold, NFKC, collapse whitespace and strip punctuation at the edges of words."""
-    # punctuation to spaces, then whitespace collapsed: every run of non-word characters
-    # becomes one space, in one pass (a property test holds it equal to the two steps)
-    return _NOT_WORDS.sub(" ", fold(text)).strip()
+    return normalize_folded(fold(text))
+
+
+def normalize_folded(folded: str) -> str:
+    """``normalize`` of a text from its ``fold``: punctuation to spaces, whitespace collapsed.
+    Every run of non-word characters becomes one space, in one pass (a property test holds it
+    equal to the two steps)."""
+    return _NOT_WORDS.sub(" ", folded).strip()
 
 
 def normalize_key(key: str) -> str:

@@ -49,7 +49,7 @@ def rank_failures(
     out: list[Ranking | None] = [None] * len(failures)
     if not wanted:
         return out, None
-    index, note = evidence_index(t, cache=cache, roles=EVIDENCE_ROLES)
+    index, note = evidence_index(t, cache=cache, roles=EVIDENCE_ROLES, folded=rctx.folded())
     try:
         ranked = index.rank([(fact, before) for _, fact, before in wanted], top=TOP)
     finally:

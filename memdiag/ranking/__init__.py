@@ -7,7 +7,7 @@ fact out, every message embedded at most once per run (and cached across runs).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memdiag.ranking.rank import DEFAULT, Candidate, EvidenceIndex, IndexStats, Params, Ranking
@@ -33,11 +33,13 @@ def evidence_index(
     cache: bool = True,
     params: Params = DEFAULT,
     roles: Sequence[str] = ("user", "assistant", "tool"),
+    folded: Mapping[int, str] | None = None,
 ) -> tuple[EvidenceIndex, str]:
     """An index over every message of ``transcript``, and a note on the semantic ranker.
 
     ``semantic``: use the local MiniLM model when it is found (else lexical only, and the note
     says why); ``cache``: keep embeddings in the user cache dir (``--no-cache`` turns it off).
+    ``folded``: the run's folded texts by message index, where it has them (see EvidenceIndex).
     """
     from memdiag.ranking.cache import EmbeddingCache
     from memdiag.ranking.minilm import local_minilm
@@ -65,6 +67,7 @@ def evidence_index(
         cache=store,
         params=params,
         roles=roles,
+        folded=folded,
     )
     return index, note
 

@@ -32,7 +32,7 @@ from memdiag.ranking.temporal import (
     temporal_score,
     text_intervals,
 )
-from memdiag.text import mask_non_statements, normalize
+from memdiag.text import mask_non_statements, normalize, normalize_folded
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -118,7 +118,10 @@ class EvidenceIndex:
         cache: EmbeddingCache | None = None,
         roles: Sequence[str] = ("user", "assistant", "tool"),
         params: Params = DEFAULT,
+        folded: Mapping[int, str] | None = None,
     ) -> None:
+        """``folded``: ``fold`` of messages' texts by index, already computed by the run (a
+        replay's word search); the index normalizes from them instead of folding again."""
         # a reply marked `forgot` is the failure itself, never the statement of the fact
         self.messages = [
             m for m in messages if m.role in roles and m.content.strip() and not m.forgot
@@ -128,7 +131,11 @@ class EvidenceIndex:
         self.cache = cache
         self.stats = IndexStats(messages=len(self.messages))
         dates = session_dates or {}
-        self.norm = [normalize(m.content) for m in self.messages]
+        known = folded or {}
+        self.norm = [
+            normalize(m.content) if (f := known.get(m.index)) is None else normalize_folded(f)
+            for m in self.messages
+        ]
         self.lexical = BM25Index.of_normalized(self.norm)  # terms counted as facts ask
         self.when: list[dt.date | None] = [
             parse_date(m.ts) or parse_date(dates.get(m.session)) for m in self.messages
