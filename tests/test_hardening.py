@@ -108,6 +108,54 @@ def test_console_output_has_no_hyperlinks_or_escapes(tmp_path: Path) -> None:
     assert "\x1b[2J" not in out and "\u202e" not in out
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*"ab :/._-[]", "smile", ":smile:", "\t", "\x1b", "\u202e", "\xa0"])
+    ).map("".join)
+)
+def test_narration_prints_what_the_console_would(line: str) -> None:
+    """`narrate` writes a plain line itself only where Rich would print it as it is: an emoji
+    code, a tab, a control or another space go through the console (this fails if they did
+    not: Rich turns ":smile:" into an emoji and expands tabs)."""
+    import contextlib
+    import io
+
+    from memdiag.cli.runtime import narrate, stderr
+
+    plain, rich = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(plain):
+        narrate(line)
+    with contextlib.redirect_stderr(rich):
+        stderr().print(line, markup=False)
+    assert plain.getvalue() == rich.getvalue()
+
+
+def test_a_json_check_with_an_html_report_does_not_import_rich(tmp_path: Path) -> None:
+    """Its only narration is "wrote HTML report to ..." (memdiag.cli.runtime.narrate)."""
+    import subprocess
+    import sys
+
+    spec = tmp_path / "checks.yaml"
+    demo = (FIXTURES / "demo.jsonl").as_posix()
+    spec.write_text(
+        "version: 1\ncases:\n  - name: demo\n    transcript: " + demo + "\n"
+        "    strategy: {name: sliding_window, budget: 400}\n"
+        "    expect: [{kept: peanut, at_turn: 2}]\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import sys; from memdiag.cli import app\n"
+        f"sys.argv = ['memdiag', 'check', {str(spec)!r}, '--format', 'json', '--html', "
+        f"{str(tmp_path / 'r.html')!r}]\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "print('rich' in sys.modules, file=sys.__stdout__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stderr.startswith("wrote HTML report to "), out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
 # --- YAML: configs, check specs, rules files ------------------------------------------------
 
 

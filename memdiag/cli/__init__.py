@@ -40,6 +40,7 @@ from memdiag.cli.runtime import (
     fail_on_choices,
     html_target,
     load_transcript,
+    narrate,
     output_target,
     progress,
     quiet_mode,
@@ -414,10 +415,9 @@ def convert(
             write_canonical(t, fp)
         from memdiag.render.words import plural
 
-        stderr().print(
+        narrate(
             f"wrote {plural(len(t.messages), 'message')} in {plural(len(t.sessions), 'session')} "
-            f"to {out}",
-            markup=False,
+            f"to {out}"
         )
 
 
