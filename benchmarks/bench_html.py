@@ -6,8 +6,10 @@ Writes a generated transcript (bench_replay.generate) and --facts facts: the str
 transcript states plus sentences of it, so that some are kept and some lost. Then runs, as
 processes, in the same run and interleaved: `check` of one case with one `kept` expectation
 per fact, with and without `--html`, and `diagnose --strategy sliding_window` of every fact at
-the last turn (lexical evidence: `--no-cache`, no store), with and without `--html`. Prints
-CPU (user+sys, best of --repeat) and the ratio with/without.
+the last turn (`--no-cache`, no store), with and without `--html`. Prints CPU (user+sys, best
+of --repeat), the ratio with/without, and whether the diagnosis found the embedding model
+(MEMDIAG_ONNX_MODEL_DIR or Chroma's cache): without it, evidence is lexical and the report's
+replays weigh most; with it, every run embeds the transcript and the ratio is the model's.
 """
 
 from __future__ import annotations
@@ -98,7 +100,12 @@ def main() -> None:
         for _ in range(args.repeat):
             for label, cmd in cmds.items():
                 got[label].append(cpu(cmd, env))
+    from memdiag.ranking.minilm import local_minilm
+
+    model, where = local_minilm()  # what the diagnose processes found, in the same environment
     print(f"{len(t.messages):,} messages, {len(facts)} facts (CPU user+sys, best of {args.repeat})")
+    ranker = f"semantic too, {where} (each run embeds: --no-cache)" if model else "lexical only"
+    print(f"  diagnose evidence: {ranker}")
     for name in ("check", "diagnose"):
         plain, html = min(got[name]), min(got[f"{name} --html"])
         print(f"  {name:<9} {plain:6.2f}s   --html {html:6.2f}s   ratio {html / plain:4.2f}x")
