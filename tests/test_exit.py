@@ -186,3 +186,30 @@ def test_output_left_for_a_reader_that_went_away_is_dropped(
     out.flush()  # the descriptor is now /dev/null: nothing raises
     assert os.path.samefile(f"/proc/self/fd/{write_end}", os.devnull)
     out.close()
+
+
+def test_the_command_collects_less_often_and_importing_memdiag_does_not(tmp_path: Path) -> None:
+    """memdiag.collector.collect_less_often: the `memdiag` process's thresholds, never those of
+    a program that imports memdiag (the pytest plugin, a test)."""
+    code = (
+        "import atexit, gc, sys\n"
+        "import memdiag.cli, memdiag.replay, memdiag.transcript\n"
+        "print('imported', gc.get_threshold())\n"
+        "atexit.register(lambda: print('ran', gc.get_threshold()))\n"
+        "sys.argv = ['memdiag', 'replay', sys.argv[1], '--format', 'json']\n"
+        "memdiag.cli.main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMDIAG_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "allergy.jsonl")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    fresh = [sys.executable, "-c", "import gc; print(gc.get_threshold())"]
+    default = subprocess.run(fresh, capture_output=True, text=True).stdout.strip()
+    assert lines[0] == f"imported {default}"
+    assert lines[-1] == "ran (200000, 30, 30)"

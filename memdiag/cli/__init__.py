@@ -517,7 +517,10 @@ def main() -> None:
     A finished run ends without the interpreter's teardown where that is safe (``exit_now``)."""
     import signal
 
+    from memdiag.collector import collect_less_often
     from memdiag.threads import watch_pools
+
+    collect_less_often()  # the run's objects live to its end (memdiag.collector)
 
     def _terminated(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
