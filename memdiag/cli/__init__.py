@@ -171,7 +171,7 @@ def replay(
         if html is not None:
             from memdiag.render.report.build import replay_document
 
-            write_html(html, lambda: replay_document(report, recorder, settings, memory[0]))
+            write_html(html, replay_document(report, recorder, settings, memory[0]))
 
 
 @app.command(
@@ -301,7 +301,7 @@ def diagnose(
             lines = [lines_to_dicts(diagnosis_lines(d)) for d in diagnoses]
             memory = with_memory_files(profile_memory(settings), files, settings.token_counter())
             context = kept[0] if kept else None
-            write_html(html, lambda: diagnose_document(t, settings, dicts, memory, lines, context))
+            write_html(html, diagnose_document(t, settings, dicts, memory, lines, context))
         if layers and any(d.layer in layers for d in diagnoses):
             code = 1
     raise typer.Exit(code)
@@ -492,7 +492,7 @@ def check(
         if html is not None:
             from memdiag.render.report.checks import check_document
 
-            write_html(html, lambda: check_document(spec, base, report))
+            write_html(html, check_document(spec, base, report))
         output.to_renderer().check(report)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             from memdiag.render.junit import github_annotations

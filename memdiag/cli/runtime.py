@@ -257,20 +257,11 @@ def output_target(path: Path | None) -> Path | None:
     return path
 
 
-def write_html(path: Path, build: Callable[[], dict[str, Any]]) -> None:
-    """Build the interactive report's document (``build()``), write it (one self-contained
-    page) and say where.
-
-    Every object the build makes lives until the page is written (replays of each strategy,
-    lists per turn), so the cyclic collector's passes would walk them, and the whole
-    transcript, and find no garbage: paused meanwhile (a full pass over a 4,000-message run's
-    objects takes ~0.04 s; `benchmarks/bench_html.py`).
-    """
-    from memdiag.collector import collections_paused
+def write_html(path: Path, doc: dict[str, Any]) -> None:
+    """Write the interactive report (one self-contained page) and say where."""
     from memdiag.render.report import write_report
 
-    with collections_paused():
-        write_report(str(path), build())
+    write_report(str(path), doc)
     narrate(f"wrote HTML report to {path}")
 
 
