@@ -10,7 +10,6 @@ message (Okapi BM25) and the IDF-weighted share of the fact's terms that the mes
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import Counter
@@ -57,16 +56,22 @@ def normalized_terms(norm: str) -> list[str]:
 def _length(norm: str) -> int:
     """``len(normalized_terms(norm))`` without stemming or slicing: a stem stands for one
     word, and a CJK run of n characters, s of them stopwords, gives n - s unigrams and a
-    bigram for each adjacent pair that is not two stopwords (a property test holds it equal)."""
+    bigram for each adjacent pair that is not two stopwords: n - 1 pairs, of which a run of k
+    stopwords holds k - 1 (a property test holds it equal)."""
     words = _words(norm)
     if norm.isascii():
         return len(words) - sum(map(STOPWORDS.__contains__, words))
     n = sum(1 for w in words if w not in STOPWORDS and not has_cjk(w))
-    for run in cjk_runs(norm):
-        stop = [c in CJK_STOP for c in run]
-        n += len(run) - sum(stop)
-        n += sum(1 for a, b in itertools.pairwise(stop) if not (a and b))
+    runs = cjk_runs(norm)
+    if runs:
+        # NUL is no stopword: a run of stopwords found in the joined runs lies in one of them
+        stops = _CJK_STOP_RUN.findall("\0".join(runs))
+        chars, stopped = sum(map(len, runs)), sum(map(len, stops))
+        n += (chars - stopped) + (chars - len(runs)) - (stopped - len(stops))
     return n
+
+
+_CJK_STOP_RUN = re.compile("[" + "".join(map(re.escape, sorted(CJK_STOP))) + "]+")
 
 
 @dataclass(frozen=True, slots=True)
