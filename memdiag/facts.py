@@ -12,6 +12,7 @@ import bisect
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -152,11 +153,11 @@ def match(
         return Match(1.0, "exact")
     if total == 0:
         return None
-    hit = len(words & tw) + sum(1 for g in grams if g in nt)
-    score = hit / total
-    if score >= threshold:
-        return Match(round(score, 3), "cjk_ngram" if grams else "fuzzy")
-    return None
+    if grams:
+        score = (len(words & tw) + sum(1 for g in grams if g in nt)) / total
+        return Match(round(score, 3), "cjk_ngram") if score >= threshold else None
+    score = len(words & tw) / total  # no CJK term: no scan of them per text
+    return Match(round(score, 3), "fuzzy") if score >= threshold else None
 
 
 class FactSet:
@@ -357,10 +358,9 @@ class TermIndex:
         needed = math.ceil(threshold * len(terms) - 1e-9)
         if not terms or needed <= 0:
             return None
-        counts: dict[int, int] = {}
-        for term in terms:
-            for key in self.holding(term):
-                counts[key] = counts.get(key, 0) + 1
+        # counted in C (Counter's update of an iterable): the postings of a common term run
+        # to thousands of texts, and a run asks for a hundred facts' terms
+        counts = Counter(itertools.chain.from_iterable(map(self.holding, terms)))
         return sorted(key for key, n in counts.items() if n >= needed)
 
 
