@@ -10,6 +10,7 @@ message (Okapi BM25) and the IDF-weighted share of the fact's terms that the mes
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -106,6 +107,9 @@ class BM25Index:
         # the lazy index: the normalized texts, and where each term occurs in them
         self._lazy: tuple[Sequence[str], TermIndex] | None = None
         self._counts: dict[int, Counter[str]] = {}
+        # a term's BM25 share of each document holding it: its IDF and the documents' lengths
+        # are fixed, so it is the same for every query that asks for the term
+        self._shares: dict[str, list[tuple[int, float]]] = {}
 
     @classmethod
     def of_normalized(cls, texts: Sequence[str]) -> BM25Index:
@@ -113,6 +117,12 @@ class BM25Index:
         index._set_lengths([_length(t) for t in texts])
         index._lazy = (texts, TermIndex(enumerate(texts)))
         return index
+
+    def containing(self, text: str) -> tuple[int, ...]:
+        """Positions (ascending) of the documents whose normalized text holds ``text``, from the
+        term index's scan of them (an index made by ``of_normalized``; NUL-free ``text``)."""
+        assert self._lazy is not None, "an index of normalized texts"
+        return self._lazy[1].holding(text)
 
     def _set_lengths(self, lengths: list[int]) -> None:
         self.size = len(lengths)
@@ -154,10 +164,16 @@ class BM25Index:
         norms = self._norms
         for term in distinct:
             w = weights[term]
-            for pos, tf in self._postings(term):
-                if limit is not None and pos >= limit:
-                    break  # postings are in document order
-                bm25[pos] = bm25.get(pos, 0.0) + w * tf * (K1 + 1.0) / (tf + norms[pos])
+            shares = self._shares.get(term)
+            if shares is None:
+                shares = self._shares[term] = [
+                    (pos, w * tf * (K1 + 1.0) / (tf + norms[pos]))
+                    for pos, tf in self._postings(term)
+                ]
+            if limit is not None and shares and shares[-1][0] >= limit:
+                shares = shares[: bisect.bisect_left(shares, (limit,))]  # in document order
+            for pos, share in shares:
+                bm25[pos] = bm25.get(pos, 0.0) + share
                 covered[pos] = covered.get(pos, 0.0) + w
         coverage = {pos: c / total for pos, c in covered.items()} if total else {}
         return LexicalScores(bm25, coverage, len(distinct))

@@ -273,7 +273,8 @@ class EvidenceIndex:
                             s = scores[nb] = {}
                         # the larger share, rounded below for the candidates reported
                         s["context"] = max(s.get("context", 0.0), share)
-        exact = [pos for pos in range(limit) if nf and nf in self.norm[pos]] if nf else []
+        # the messages that hold the fact's words as they are: one scan of the index's texts
+        exact = [pos for pos in self.lexical.containing(nf) if pos < limit] if nf else []
         for pos in exact:
             scores.setdefault(pos, {})["exact"] = 1.0
             add(pos, "exact", 100.0)  # exact statements come first, whatever the rest says
