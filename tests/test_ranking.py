@@ -498,6 +498,35 @@ BM25_TEXTS = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
+@given(st.lists(BM25_TEXTS, max_size=8), st.lists(BM25_TEXTS, min_size=1, max_size=4), st.data())
+def test_bm25_scores_are_the_formula_whatever_the_queries_before(texts, queries, data) -> None:
+    """BM25Index.score keeps each term's share of each document for the run: a query (with
+    any limit) scores as Okapi BM25 written out does, after any queries before it."""
+    from memdiag.ranking.lexical import K1, BM25Index
+    from memdiag.text import normalize
+
+    index = BM25Index.of_normalized([normalize(t) for t in texts])
+    for query in queries:
+        q = terms(query)
+        limit = data.draw(st.none() | st.integers(0, len(texts)))
+        distinct = list(dict.fromkeys(q))
+        weights = {t: index.idf(t) for t in distinct}
+        bm25: dict[int, float] = {}
+        covered: dict[int, float] = {}
+        for term in distinct:
+            w = weights[term]
+            for pos, tf in index._postings(term):
+                if limit is not None and pos >= limit:
+                    break
+                bm25[pos] = bm25.get(pos, 0.0) + w * tf * (K1 + 1.0) / (tf + index._norms[pos])
+                covered[pos] = covered.get(pos, 0.0) + w
+        got = index.score(q, limit)
+        assert got.bm25 == bm25 and list(got.bm25) == list(bm25)
+        total = sum(weights.values())
+        assert got.coverage == ({p: c / total for p, c in covered.items()} if total else {})
+
+
+@settings(max_examples=150, deadline=None)
 @given(st.lists(BM25_TEXTS, max_size=8), st.lists(BM25_TEXTS, min_size=1, max_size=3), st.data())
 def test_the_lazy_lexical_index_scores_as_the_eager_one(texts, queries, data) -> None:
     """BM25Index.of_normalized (postings found when asked, lengths counted without stemming)
