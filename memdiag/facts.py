@@ -153,11 +153,13 @@ def match(
         return Match(1.0, "exact")
     if total == 0:
         return None
-    if grams:
-        score = (len(words & tw) + sum(1 for g in grams if g in nt)) / total
-        return Match(round(score, 3), "cjk_ngram") if score >= threshold else None
-    score = len(words & tw) / total  # no CJK term: no scan of them per text
-    return Match(round(score, 3), "fuzzy") if score >= threshold else None
+    hit = len(words & tw)
+    if grams:  # a fact without CJK terms does not scan for them per text
+        hit += sum(1 for g in grams if g in nt)
+    score = hit / total
+    if score >= threshold:
+        return Match(round(score, 3), "cjk_ngram" if grams else "fuzzy")
+    return None
 
 
 class FactSet:
