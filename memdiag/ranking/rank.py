@@ -20,6 +20,7 @@ message, and the best cosine of the fact with one sentence.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -71,6 +72,8 @@ class Params:
 
 DEFAULT = Params()
 METHODS = ("exact", "lexical", "semantic", "temporal", "context")
+# the rankers in the order they run, which is the order their shares are summed in
+RANKERS = ("lexical", "semantic", "temporal", "speaker", "context", "exact")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,29 +205,42 @@ class EvidenceIndex:
         top: int,
         said: np.ndarray | None = None,
     ) -> Ranking:
+        """The fused ranking of one fact: each ranker's share of each message, summed.
+
+        Every share is kept in one dict per ranker (position → share), not one dict per
+        message: a fact that shares a common word with most messages has thousands of
+        candidates, of which only ``top`` are reported. A message's fused score is the sum of
+        its shares in the order the rankers run (lexical, semantic, temporal, speaker,
+        context, exact), as one dict of shares per message summed would give (a property test
+        holds them equal, ties and candidates' scores included).
+        """
         p = self.params
         lex = self.lexical.score(terms(fact), limit)
-        bm25 = lex.bm25
-        # best BM25 first, then the later message: two stable sorts, no key tuple per message
-        ranked = sorted(bm25, reverse=True)
-        ranked.sort(key=bm25.__getitem__, reverse=True)
-        # position → ranker → share of the fused score: first every message that shares a term
-        # with the fact, in that order (what ``add`` gives, on nothing yet)
+        bm25, coverage = lex.bm25, lex.coverage
         w = p.lexical_weight
-        contrib: dict[int, dict[str, float]]
+        # each ranker's share of the fused score, by position
+        lexical: dict[int, float]
         if p.fusion == "rrf":
+            # best BM25 first, then the later message: two stable sorts, no key tuple each
+            ranked = sorted(bm25, reverse=True)
+            ranked.sort(key=bm25.__getitem__, reverse=True)
             k = p.rrf_k
-            contrib = {pos: {"lexical": 0.0 + w / (k + r + 1)} for r, pos in enumerate(ranked)}
+            lexical = {pos: 0.0 + w / (k + r + 1) for r, pos in enumerate(ranked)}
         else:
-            best = bm25[ranked[0]] if ranked else 1.0
-            contrib = {pos: {"lexical": 0.0 + w * bm25[pos] / best} for pos in ranked}
-        # each ranker's score; the coverage is rounded below, for the candidates reported
-        coverage = lex.coverage
-        scores: dict[int, dict[str, float]] = {pos: {"lexical": coverage[pos]} for pos in ranked}
+            best = max(bm25.values()) if bm25 else 1.0
+            lexical = {pos: 0.0 + w * v / best for pos, v in bm25.items()}
+        dense: dict[int, float] = {}
+        temporal: dict[int, float] = {}
+        speaker: dict[int, float] = {}
+        context: dict[int, float] = {}
+        exact: dict[int, float] = {}
+        later: dict[int, None] = {}  # candidates that no lexical share brought, in order
+        told: dict[int, float] = {}  # the temporal ranker's own score, where it is not 0
 
-        def add(pos: int, method: str, value: float) -> None:
-            c = contrib.setdefault(pos, {})
-            c[method] = c.get(method, 0.0) + float(value)
+        def add(shares: dict[int, float], pos: int, value: float) -> None:
+            if pos not in lexical:
+                later[pos] = None
+            shares[pos] = shares.get(pos, 0.0) + float(value)
 
         unit = 1.0 / (p.rrf_k + 1) if p.fusion == "rrf" else 1.0
         semantic = row is not None and row.size > 0 and float(row.max()) > -1.0
@@ -235,67 +251,88 @@ class EvidenceIndex:
             weight = p.semantic_weight
             if p.semantic_full_terms:
                 weight *= min(1.0, lex.query_terms / p.semantic_full_terms)
-            self._add_dense(row, add, scores, replace(p, semantic_weight=weight))
+            self._add_dense(row, lambda pos, v: add(dense, pos, v), list(lexical), p, weight)
         wanted = fact_intervals(fact)
         if wanted and p.temporal_weight:
             # the temporal ranker: messages whose own words point at the fact's dates, and the
             # bonus of being said during them for the candidates of the other rankers
             pointing = [pos for pos in range(limit) if self._said_at(pos)]
-            for pos in sorted(set(contrib) | set(pointing)):
+            for pos in sorted(set(lexical) | set(later) | set(pointing)):
                 t = temporal_score(wanted, self._said_at(pos), self.when[pos])
-                if pos not in contrib and t < 1.0:
-                    continue
-                scores.setdefault(pos, {})
-                if t:
-                    add(pos, "temporal", p.temporal_weight * unit * t)
-                    scores[pos]["temporal"] = t
+                # a message no other ranker found counts only when its words point at the date
+                if t and (t >= 1.0 or pos in lexical or pos in later):
+                    add(temporal, pos, p.temporal_weight * unit * t)
+                    told[pos] = t
         nf = normalize(fact)
         if p.speaker_weight:
-            for pos in contrib:
+            for pos in [*lexical, *later]:
                 sp = self.speakers[pos]
                 if sp and sp in nf:
-                    add(pos, "speaker", p.speaker_weight * unit)
+                    add(speaker, pos, p.speaker_weight * unit)
+        # what each candidate has so far, which the turns around it get a share of
+        before = (lexical, dense, temporal, speaker)
+        base: dict[int, float] = lexical
+        if later or dense or temporal or speaker:
+            base = {pos: sum([s[pos] for s in before if pos in s]) for pos in [*lexical, *later]}
         if p.neighbor_weight:  # a fact is often stated across a question and its answer
-            base = {pos: sum(c.values()) for pos, c in contrib.items()}
-            sessions, weight = self.sessions, p.neighbor_weight
+            sessions, spread = self.sessions, p.neighbor_weight
+            get = context.get
             for pos, v in base.items():
                 if v <= 0.0:
                     continue
-                share = weight * v
-                for nb in (pos - 1, pos + 1):
-                    if 0 <= nb < limit and sessions[nb] == sessions[pos]:
-                        c = contrib.get(nb)  # ``add``, written out: ~15% of the ranking
-                        if c is None:
-                            c = contrib[nb] = {}
-                        c["context"] = c.get("context", 0.0) + float(share)
-                        s = scores.get(nb)
-                        if s is None:
-                            s = scores[nb] = {}
-                        # the larger share, rounded below for the candidates reported
-                        s["context"] = max(s.get("context", 0.0), share)
+                share = spread * v
+                session = sessions[pos]
+                # at most two shares reach a message, and their sum does not depend on order
+                if pos and sessions[pos - 1] == session:
+                    context[pos - 1] = get(pos - 1, 0.0) + share
+                if pos + 1 < limit and sessions[pos + 1] == session:
+                    context[pos + 1] = get(pos + 1, 0.0) + share
         # the messages that hold the fact's words as they are: one scan of the index's texts
-        exact = [pos for pos in self.lexical.containing(nf) if pos < limit] if nf else []
-        for pos in exact:
-            scores.setdefault(pos, {})["exact"] = 1.0
-            add(pos, "exact", 100.0)  # exact statements come first, whatever the rest says
-        if semantic:
-            assert row is not None
-            for pos, s in scores.items():
-                if row[pos] > -1.0:  # -1: not embedded (CJK only, or too old)
-                    s.setdefault("semantic", round(float(row[pos]), 3))
-        fused = {pos: sum(c.values()) for pos, c in contrib.items()}
-        order = sorted(fused, key=lambda k: (-fused[k], -k))[:top]
-        for pos in order:  # the scores reported, rounded as every other score is
-            s = scores[pos]
-            for key in ("lexical", "context"):
-                if key in s:
-                    s[key] = round(s[key], 3)
+        for pos in self.lexical.containing(nf) if nf else ():
+            if pos < limit:
+                exact[pos] = 100.0  # exact statements come first, whatever the rest says
+        fused = dict(lexical)
+        for pos, v in context.items():
+            f = fused.get(pos)
+            fused[pos] = v if f is None else f + v  # what sum() gives for two shares
+        rankers = (lexical, dense, temporal, speaker, context, exact)
+        for pos in set().union(dense, temporal, speaker, exact):  # more than two shares: sum()
+            fused[pos] = sum([s[pos] for s in rankers if pos in s])
+        # best fused score first, then the later message
+        order = [pos for _, pos in heapq.nlargest(top, zip(fused.values(), fused, strict=True))]
+
+        def shares(pos: int) -> dict[str, float]:
+            return {name: s[pos] for name, s in zip(RANKERS, rankers, strict=True) if pos in s}
+
+        def reported(pos: int) -> dict[str, float]:
+            """Each ranker's own score of a candidate, rounded as every other score is."""
+            s: dict[str, float] = {}
+            if pos in coverage:
+                s["lexical"] = round(coverage[pos], 3)
+            if pos in told:
+                s["temporal"] = told[pos]
+            if pos in context:  # the larger share of its neighbours'
+                s["context"] = round(
+                    max(
+                        p.neighbor_weight * base[nb]
+                        for nb in (pos - 1, pos + 1)
+                        if base.get(nb, 0.0) > 0.0 and self.sessions[nb] == self.sessions[pos]
+                    ),
+                    3,
+                )
+            if pos in exact:
+                s["exact"] = 1.0
+            if semantic and row[pos] > -1.0:  # -1: not embedded (CJK only, or too old)
+                s["semantic"] = round(float(row[pos]), 3)
+            return s
+
+        scores = {pos: reported(pos) for pos in order}
         judged = {
             pos: self._statement_scores(pos, fact, scores[pos], said if semantic else None)
             for pos in order
         }
         cands = tuple(
-            self._candidate(pos, fused[pos], contrib[pos], scores[pos], judged[pos], semantic)
+            self._candidate(pos, fused[pos], shares(pos), scores[pos], judged[pos], semantic)
             for pos in order
         )
         stated, reason = self._judge([judged[pos] for pos in order[: p.judged]], semantic)
@@ -332,10 +369,13 @@ class EvidenceIndex:
     def _add_dense(
         self,
         row: np.ndarray,
-        add: Callable[[int, str, float], None],
-        scores: dict[int, dict[str, float]],
+        add: Callable[[int, float], None],
+        lexical: Sequence[int],
         p: Params,
+        weight: float,
     ) -> None:
+        """The dense ranker's share (``weight`` at most) of its best ``dense_depth`` messages;
+        with linear fusion, also of the lexical candidates beyond them."""
         import numpy as np
 
         depth = min(p.dense_depth, row.size)
@@ -345,20 +385,15 @@ class EvidenceIndex:
         lo = float(np.median(row[row > -1.0]))
         for r, pos in enumerate(int(b) for b in best):
             if p.fusion == "rrf":
-                add(pos, "semantic", p.semantic_weight / (p.rrf_k + r + 1))
+                add(pos, weight / (p.rrf_k + r + 1))
             else:
-                add(
-                    pos,
-                    "semantic",
-                    p.semantic_weight * max(0.0, row[pos] - lo) / max(hi - lo, 1e-6),
-                )
-            scores.setdefault(pos, {})
+                add(pos, weight * max(0.0, row[pos] - lo) / max(hi - lo, 1e-6))
         if p.fusion != "rrf":  # lexical candidates beyond the dense depth keep their share
             taken = {int(b) for b in best}
-            for pos in list(scores):
+            for pos in lexical:
                 if pos not in taken:
                     share = max(0.0, float(row[pos]) - lo) / max(hi - lo, 1e-6)
-                    add(pos, "semantic", p.semantic_weight * share)
+                    add(pos, weight * share)
 
     def _passes(self, s: Mapping[str, float], semantic: bool) -> str | None:
         """Why this one candidate states the fact (a calibrated threshold reached), or None."""
