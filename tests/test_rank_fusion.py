@@ -65,7 +65,7 @@ def _reference(
     else:
         best = bm25[ranked[0]] if ranked else 1.0
         contrib = {pos: {"lexical": 0.0 + w * bm25[pos] / best} for pos in ranked}
-    coverage = lex.coverage
+    coverage = {pos: lex.coverage(pos) for pos in bm25}
     scores: dict[int, dict[str, float]] = {pos: {"lexical": coverage[pos]} for pos in ranked}
 
     def add(pos: int, method: str, value: float) -> None:

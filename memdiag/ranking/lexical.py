@@ -80,8 +80,24 @@ class LexicalScores:
     """One fact against the index: the scores of the messages that share a term with it."""
 
     bm25: dict[int, float]  # document position → BM25 score
-    coverage: dict[int, float]  # document position → IDF-weighted share of the fact's terms
     query_terms: int  # distinct terms of the fact (0: nothing to match on)
+    # (IDF, BM25 shares by position in document order) of each distinct term, and their sum
+    terms: tuple[tuple[float, list[tuple[int, float]]], ...] = ()
+    total: float = 0.0
+
+    def coverage(self, pos: int) -> float:
+        """The IDF-weighted share of the fact's terms that document ``pos`` holds (0..1).
+
+        Asked of the few candidates reported, not of every document scored: each term's
+        shares are in document order, so whether it holds ``pos`` is one bisection. The sum
+        runs in the fact's term order, as one accumulated over all documents would.
+        """
+        covered = 0.0
+        for w, shares in self.terms:
+            k = bisect.bisect_left(shares, (pos,))
+            if k < len(shares) and shares[k][0] == pos:
+                covered = covered + w
+        return covered / self.total if self.total else 0.0
 
 
 class BM25Index:
@@ -155,13 +171,14 @@ class BM25Index:
         return max(math.log((self.size - df + 0.5) / (df + 0.5) + 1.0), 1e-3)
 
     def score(self, query: Sequence[str], limit: int | None = None) -> LexicalScores:
-        """BM25 and coverage for every document among the first ``limit`` sharing a query term."""
+        """BM25 of every document among the first ``limit`` sharing a query term (and what
+        ``LexicalScores.coverage`` reads)."""
         distinct = list(dict.fromkeys(query))
         weights = {t: self.idf(t) for t in distinct}
         total = sum(weights.values())
         bm25: dict[int, float] = {}
-        covered: dict[int, float] = {}
         norms = self._norms
+        found = []
         for term in distinct:
             w = weights[term]
             shares = self._shares.get(term)
@@ -172,8 +189,11 @@ class BM25Index:
                 ]
             if limit is not None and shares and shares[-1][0] >= limit:
                 shares = shares[: bisect.bisect_left(shares, (limit,))]  # in document order
+            found.append((w, shares))
+            if not bm25:  # the first term's shares as they are: 0.0 + share is share
+                bm25.update(shares)
+                continue
+            get = bm25.get
             for pos, share in shares:
-                bm25[pos] = bm25.get(pos, 0.0) + share
-                covered[pos] = covered.get(pos, 0.0) + w
-        coverage = {pos: c / total for pos, c in covered.items()} if total else {}
-        return LexicalScores(bm25, coverage, len(distinct))
+                bm25[pos] = get(pos, 0.0) + share
+        return LexicalScores(bm25, len(distinct), tuple(found), total)

@@ -216,7 +216,7 @@ class EvidenceIndex:
         """
         p = self.params
         lex = self.lexical.score(terms(fact), limit)
-        bm25, coverage = lex.bm25, lex.coverage
+        bm25 = lex.bm25
         w = p.lexical_weight
         # each ranker's share of the fused score, by position
         lexical: dict[int, float]
@@ -307,8 +307,8 @@ class EvidenceIndex:
         def reported(pos: int) -> dict[str, float]:
             """Each ranker's own score of a candidate, rounded as every other score is."""
             s: dict[str, float] = {}
-            if pos in coverage:
-                s["lexical"] = round(coverage[pos], 3)
+            if pos in bm25:
+                s["lexical"] = round(lex.coverage(pos), 3)
             if pos in told:
                 s["temporal"] = told[pos]
             if pos in context:  # the larger share of its neighbours'
