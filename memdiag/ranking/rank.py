@@ -322,7 +322,7 @@ class EvidenceIndex:
                 )
             if pos in exact:
                 s["exact"] = 1.0
-            if semantic and row[pos] > -1.0:  # -1: not embedded (CJK only, or too old)
+            if row is not None and semantic and row[pos] > -1.0:  # -1: CJK only, or too old
                 s["semantic"] = round(float(row[pos]), 3)
             return s
 
