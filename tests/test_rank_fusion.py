@@ -20,7 +20,7 @@ from memdiag.ranking.lexical import terms
 from memdiag.ranking.rank import EvidenceIndex, Ranking
 from memdiag.ranking.temporal import fact_intervals, temporal_score
 from memdiag.text import normalize
-from memdiag.transcript.model import RawMessage, RawSession, build
+from memdiag.transcript.model import RawItem, RawMessage, RawSession, build
 
 
 def _reference_dense(
@@ -171,7 +171,7 @@ PARAMS = st.builds(
 def test_fusion_ranks_as_one_dict_of_shares_per_message(
     sessions, fact, params, semantic, top, data
 ) -> None:
-    items: list[object] = []
+    items: list[RawItem] = []
     for k, session in enumerate(sessions):
         items.append(RawSession(f"s{k}", ts=f"2023-05-0{k + 1}T10:00:00Z"))
         items += [RawMessage(role, text, name=name) for role, text, name in session]
@@ -192,7 +192,7 @@ def test_fusion_ranks_as_one_dict_of_shares_per_message(
 
 def test_the_reference_can_tell_a_ranking_apart() -> None:
     """The property compares whole rankings: a share left out changes what it compares."""
-    items = [
+    items: list[RawItem] = [
         RawSession("s1"),
         RawMessage("user", "Do I like window seats?"),
         RawMessage("assistant", "You said you prefer the window seat."),
@@ -215,7 +215,7 @@ def test_a_message_only_said_during_the_dates_is_no_candidate(fusion: str) -> No
     """The temporal ranker's half score (said during the fact's dates) is a bonus for the
     other rankers' candidates; a message that shares no word with the fact and points at
     another day is not one. Its full score (its words point at the date: "yesterday") is."""
-    items = [
+    items: list[RawItem] = [
         RawSession("s1", ts="2023-05-01T10:00:00Z"),
         RawMessage("user", "I'm flying to Berlin soon."),
         RawSession("s2", ts="2023-05-04T10:00:00Z"),
