@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdiag.collector import collections_paused
 from memdiag.config import Settings
-from memdiag.facts import FUZZY_THRESHOLD, Match, TermIndex, fold, match, text_terms
+from memdiag.facts import FUZZY_THRESHOLD, FactSet, Match, TermIndex, fold, match, text_terms
 from memdiag.strategies import StrategyContext, Unit, WindowView, make_strategy
 from memdiag.strategies.base import Fit, RunMemo, Strategy
 from memdiag.strategies.observed import CallTokens, call_tokens, request_tokens, size_known
@@ -70,6 +70,10 @@ class ReplayContext:
         default_factory=dict, repr=False
     )
     _statements: dict[str, str] = field(default_factory=dict, repr=False)  # text -> statement
+    # facts asked together -> text -> which of them its statement states
+    _stating: dict[tuple[str, ...], dict[str, frozenset[str]]] = field(
+        default_factory=dict, repr=False
+    )
 
     @property
     def budget(self) -> int:
@@ -120,6 +124,35 @@ class ReplayContext:
         if found is None:
             found = self._statements[text] = mask_non_statements(text)
         return found
+
+    def statement_states(self, facts: tuple[str, ...] = ()) -> Callable[[str, str], bool]:
+        """``states(fact, text)``: whether a message's text still matches ``fact`` once what
+        states nothing is blanked (``statement``); a question ("Am I allergic to peanuts?")
+        holds the fact's words but does not state it.
+
+        ``facts``: every fact the run asks this of. A text is then read once for all of them,
+        one scan of their terms (``FactSet``), whichever fact asks first; the answers are
+        ``match``'s for each (a property test holds them equal).
+        """
+        memo = self._stating.get(facts)
+        if memo is None:
+            memo = self._stating[facts] = {}
+        known = frozenset(facts)
+        statement, terms = self.statement, self.terms_of
+
+        def states(fact: str, text: str) -> bool:
+            masked = statement(text)
+            if masked == text:
+                return True
+            if fact not in known:
+                return match(fact, masked, terms=terms) is not None
+            found = memo.get(masked)
+            if found is None:
+                stated = FactSet.of(facts).stated_in(masked, terms=terms)
+                found = memo[masked] = frozenset(facts[k] for k in stated)
+            return fact in found
+
+        return states
 
     def remember_evidence(self, fact: str, indices: Sequence[int]) -> None:
         """Evidence found another way (semantic search) for a fact whose words do not match."""

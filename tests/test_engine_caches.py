@@ -417,6 +417,9 @@ RECURRING = st.sampled_from(
         "Am I allergic to peanuts?",
         "If I were allergic to peanuts, what then?",
         "My name is Mia and I like a window seat.",
+        # a statement and a question: blanking the question leaves the statement
+        "I'm allergic to peanuts. Can I get a window seat?",
+        "I like a window seat. Am I Mia?",
         "我对花生过敏。",
         "ok",
     ]
@@ -452,8 +455,9 @@ def test_word_matches_are_those_of_matching_every_message(transcript, facts):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(recurring_transcripts(), st.lists(FACTS, min_size=1, max_size=3), st.data())
 def test_stated_before_is_the_search_of_every_message(transcript, facts, data):
-    """diagnose's own-words evidence (recurring texts judged once) is what matching every
-    earlier message, and every statement left once questions are blanked, gives."""
+    """diagnose's own-words evidence (recurring texts judged once, a statement read once for
+    all the run's facts) is what matching every earlier message, and every statement left
+    once questions are blanked, gives."""
     from memdiag.diagnosis.evidence import stated_before
     from memdiag.text import mask_non_statements
 
@@ -469,6 +473,8 @@ def test_stated_before_is_the_search_of_every_message(transcript, facts, data):
             if masked == m.content or match(fact, masked) is not None:
                 expected.append((m.index, hit.score, hit.method))
         expected.sort(key=lambda e: (-e[1], -e[0]))
-        got = stated_before(rctx, fact, before)
-        assert [(e.index, e.score, e.method) for e in got] == expected
-        assert all(e.text == transcript.messages[e.index].content for e in got)
+        # alone, and asked with every fact of the run (each statement read once for all)
+        for run in ((), tuple(dict.fromkeys(facts))):
+            got = stated_before(rctx, fact, before, run)
+            assert [(e.index, e.score, e.method) for e in got] == expected
+            assert all(e.text == transcript.messages[e.index].content for e in got)

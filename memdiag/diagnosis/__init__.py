@@ -149,9 +149,10 @@ def diagnose(
     strategy = settings.strategy if simulated else "sliding_window"
     observed = observed and bool(transcript.windows)
     rankings, note = rank_failures(rctx, failures, cache=cache)
+    facts = tuple(dict.fromkeys(f.fact for f in failures))  # each message read once for all
     out = []
     for f, ranking in zip(failures, rankings, strict=True):
-        search = search_evidence(rctx, f, ranking, note, cache=cache)
+        search = search_evidence(rctx, f, ranking, note, cache=cache, facts=facts)
         found = _in_memory_file(rctx, f, memory_files, search) if memory_files else None
         out.append(found or diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
         if progress is not None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memdiag.diagnosis.verdicts import Failure
-from memdiag.facts import Evidence, match
+from memdiag.facts import Evidence
 from memdiag.ranking import Candidate, Ranking, evidence_index
 from memdiag.replay import EVIDENCE_ROLES, ReplayContext
 
@@ -76,6 +76,7 @@ def search_evidence(
     note: str | None = None,
     *,
     cache: bool = True,
+    facts: tuple[str, ...] = (),
 ) -> EvidenceSearch:
     """The evidence of one failure: given by its probe, or ranked (see ``rank_failures``,
     which ranks the facts of a whole run at once; alone, this ranks just ``failure``)."""
@@ -89,7 +90,7 @@ def search_evidence(
         assert ranking is not None
     # the fact's own words, nearly all of them, in one message: these place the fact first
     # (as before ranking existed); the ranking's calibrated candidates only when there are none
-    matched = stated_before(rctx, failure.fact, user_index + 1)
+    matched = stated_before(rctx, failure.fact, user_index + 1, facts)
     ranked = [_evidence(c) for c in ranking.candidates]
     if matched:
         strong = {e.index for e in matched}
@@ -108,12 +109,16 @@ def search_evidence(
     return EvidenceSearch(found, decisive, note, reason)
 
 
-def stated_before(rctx: ReplayContext, fact: str, before: int) -> list[Evidence]:
+def stated_before(
+    rctx: ReplayContext, fact: str, before: int, facts: tuple[str, ...] = ()
+) -> list[Evidence]:
     """The messages before index ``before`` whose words state ``fact`` (the run's matches,
     ``ReplayContext.word_matches``), best first, then the later first; a `forgot` marker and
-    a text that holds the words only in what states nothing are left out."""
+    a text that holds the words only in what states nothing are left out
+    (``ReplayContext.statement_states``; ``facts``: every fact the run asks it of)."""
     msgs = rctx.transcript.messages
     states: dict[str, bool] = {}  # a text that recurs is judged once
+    judge = rctx.statement_states(facts)
     found = []
     for i, hit in rctx.word_matches(fact):
         if i >= before:
@@ -123,20 +128,13 @@ def stated_before(rctx: ReplayContext, fact: str, before: int) -> list[Evidence]
             continue
         said = states.get(m.content)
         if said is None:
-            said = states[m.content] = _states(rctx, fact, m.content)
+            said = states[m.content] = judge(fact, m.content)
         if said:
             found.append(
                 Evidence(m.index, m.id, m.turn, m.session, m.content, hit.score, hit.method)
             )
     found.sort(key=lambda e: (-e.score, -e.index))
     return found
-
-
-def _states(rctx: ReplayContext, fact: str, text: str) -> bool:
-    """Whether ``text`` still matches ``fact`` once what states nothing is blanked: a question
-    ("Am I allergic to peanuts?") holds the fact's words but does not state it."""
-    masked = rctx.statement(text)
-    return masked == text or match(fact, masked, terms=rctx.terms_of) is not None
 
 
 def _evidence(c: Candidate) -> Evidence:
