@@ -7,9 +7,10 @@ run, in spec order.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,10 +107,8 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
     stores: LongTermStores | None = None
     try:
         if any(e.kind in TRANSCRIPT_KINDS for e in exps):
-            from memdiag.transcript import load
-
             assert case.transcript is not None
-            transcript = load(case.transcript, select=case.conversation, system=case.system)
+            transcript = _read(case)
             if not transcript.turns:
                 raise InputError(
                     f"case {case.name!r}: {case.transcript} has no user messages, so no turns",
@@ -159,6 +158,65 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
         context=rctx if keep_context else None,
         replays=tuple(recorded) if keep_context else (),
     )
+
+
+# the transcripts a check run's cases read, by file, selection and the file's state: the
+# cases over one file (other strategies, budgets, facts) read it once and, holding the same
+# messages, count them once (tokens.counts_kept); a file that changed is read again. None
+# outside a run (``_reads_shared``): a case run alone reads its file.
+_READ: dict[tuple[object, ...], Transcript] | None = None
+READ_MESSAGES = 200_000  # the messages kept in all, the least recently used transcript out
+
+
+@contextlib.contextmanager
+def _reads_shared() -> Iterator[None]:
+    """Within: the cases of this process share what they read and count (``_read``)."""
+    global _READ
+    from memdiag.tokens import counts_kept
+
+    outer = _READ
+    if outer is None:
+        _READ = {}
+    try:
+        with counts_kept():
+            yield
+    finally:
+        if outer is None:
+            _READ = None
+
+
+_WORKER_SHARING = contextlib.ExitStack()  # a worker's, entered once, never left
+
+
+def _share_in_worker() -> None:
+    """A worker process's cases share what they read for its lifetime (the pool's)."""
+    _WORKER_SHARING.enter_context(_reads_shared())
+
+
+def _read(case: Case) -> Transcript:
+    """The case's transcript, read once per check run however many cases name it."""
+    import os
+
+    from memdiag.transcript import load
+
+    path = case.transcript
+    assert path is not None
+    shared = _READ
+    try:
+        st = os.stat(path) if shared is not None else None
+    except OSError:  # the reader says what is wrong with it
+        st = None
+    if shared is None or st is None:
+        return load(path, select=case.conversation, system=case.system)
+    key = (path, case.conversation, case.system, st.st_ino, st.st_size, st.st_mtime_ns)
+    found = shared.pop(key, None)  # put back last: the most recently used
+    if found is None:
+        found = load(path, select=case.conversation, system=case.system)
+    shared[key] = found
+    held = sum(len(t.messages) for t in shared.values())
+    while len(shared) > 1 and held > READ_MESSAGES:
+        held -= len(shared.pop(next(iter(shared))).messages)
+    return found
 
 
 def _turn(e: Expectation, transcript: Transcript, spec_path: str, default: int) -> int:
@@ -435,10 +493,11 @@ def run_checks(
         return result
 
     if workers <= 1:
-        for w in work:
-            results.append(keep(_run_indexed(w, room > 0)))
-            if progress is not None:
-                progress(len(results))
+        with _reads_shared():
+            for w in work:
+                results.append(keep(_run_indexed(w, room > 0)))
+                if progress is not None:
+                    progress(len(results))
     else:
         import functools
         from concurrent.futures import ProcessPoolExecutor
@@ -447,7 +506,9 @@ def run_checks(
         # a few chunks per worker: one round trip per chunk instead of per case, and still
         # balanced when cases differ in size
         chunk = max(1, -(-len(work) // (workers * 4)))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_share_in_worker
+        ) as pool:
             # map() yields in submission order and re-raises a case's error at its position, so
             # the first error reported is the one a serial run would have stopped at.
             from memdiag.stores.embeddings import note_model_miss
