@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -232,6 +233,42 @@ def _unpickled(
     )
 
 
+@dataclass
+class _Derived:
+    """What ``prepare`` derives from one transcript alone, for every context made of it while
+    transcripts are shared: the counts (per encoding and overhead), the units (per counts
+    and ``keep_system``), and the caches that contexts fill as they are asked (folded texts,
+    term index, word matches, statements...)."""
+
+    messages: tuple[Any, ...]  # held: the key, their id, stays theirs
+    costs: dict[tuple[str, Any], list[int]] = field(default_factory=dict)
+    units: dict[tuple[str, Any, bool], list[tuple[int, Unit]]] = field(default_factory=dict)
+    caches: dict[str, Any] = field(default_factory=dict)
+
+
+# id of a transcript's messages -> what prepare derived from it; None unless shared
+_SHARED: dict[int, _Derived] | None = None
+SHARED_TRANSCRIPTS = 4  # the most recently prepared are kept
+
+
+@contextmanager
+def transcripts_shared() -> Iterator[None]:
+    """Within: ``prepare`` counts, groups and indexes a transcript (the same object) once for
+    every context made of it, whatever its settings (the cases of a check over one file,
+    under other strategies and budgets). What a context finds of a fact (its evidence) stays
+    its own. Same contexts as unshared ones (a test holds their replays and diagnoses equal).
+    """
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SHARED = None
+
+
 def prepare(
     transcript: Transcript,
     settings: Settings,
@@ -239,18 +276,48 @@ def prepare(
     memory_tokens: int = 0,
     memory_text: str = "",
 ) -> ReplayContext:
-    """Count every message once and group tool calls with their results into units."""
+    """Count every message once and group tool calls with their results into units
+    (once per transcript while ``transcripts_shared``)."""
     if counter is None:
         counter = settings.token_counter()
-    costs = counter.message_costs(transcript.messages)
+    shared = _SHARED
+    if shared is None:
+        costs = counter.message_costs(transcript.messages)
+        units = group_units(transcript, costs, settings)
+        return ReplayContext(
+            transcript, settings, counter, costs, units, memory_tokens, memory_text
+        )
+    messages = transcript.messages
+    derived = shared.pop(id(messages), None)  # put back last: the most recently used
+    if derived is None or derived.messages is not messages:
+        derived = _Derived(messages)
+    shared[id(messages)] = derived
+    while len(shared) > SHARED_TRANSCRIPTS:
+        del shared[next(iter(shared))]
+    key = (counter.encoding_name, counter.overhead)
+    costs = derived.costs.get(key)  # type: ignore[assignment]
+    if costs is None:
+        costs = derived.costs[key] = counter.message_costs(messages)
+    grouping = (*key, settings.keep_system)
+    units = derived.units.get(grouping)  # type: ignore[assignment]
+    if units is None:
+        units = derived.units[grouping] = group_units(transcript, costs, settings)
+    c = derived.caches
     return ReplayContext(
         transcript,
         settings,
         counter,
         costs,
-        group_units(transcript, costs, settings),
+        units,
         memory_tokens,
         memory_text,
+        _folded_texts=c.setdefault("folded", {}),
+        _term_index=c.setdefault("term_index", []),
+        _system=c.setdefault("system", []),
+        _message_terms=c.setdefault("message_terms", {}),
+        _word_matches=c.setdefault("word_matches", {}),
+        _statements=c.setdefault("statements", {}),
+        _stating=c.setdefault("stating", {}),
     )
 
 

@@ -192,28 +192,6 @@ def _spec_without_ranks(spec_fn: Callable[[], dict[str, object]]) -> dict[str, o
         openai_public.load_tiktoken_bpe = real
 
 
-# (encoding, overhead, id of a transcript's messages) -> (those messages, their costs), kept
-# while a caller that counts the same transcripts again asks for it (``counts_kept``)
-_Counted = dict[tuple[str, ChatOverhead, int], tuple[tuple["Message", ...], tuple[int, ...]]]
-_COUNTED: _Counted | None = None
-
-
-@contextmanager
-def counts_kept() -> Iterator[None]:
-    """Within: ``message_costs`` of a transcript's messages (a tuple, which never changes)
-    is counted once for the last four transcripts, per encoding and overhead (the cases of a
-    check over one file count it once, whatever their strategies and budgets)."""
-    global _COUNTED
-    outer = _COUNTED
-    if outer is None:
-        _COUNTED = {}
-    try:
-        yield
-    finally:
-        if outer is None:
-            _COUNTED = None
-
-
 class TokenCounter:
     """Counts tokens of texts and messages with one encoding and one chat overhead."""
 
@@ -260,21 +238,7 @@ class TokenCounter:
         self._sections[text] = cost
 
     def message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
-        """Cost of every message, each encoded exactly once (batched); see ``counts_kept``."""
-        memo = _COUNTED
-        if memo is None or not isinstance(messages, tuple):
-            return self._message_costs(messages)
-        key = (self.encoding_name, self.overhead, id(messages))
-        known = memo.get(key)
-        if known is not None and known[0] is messages:
-            return list(known[1])
-        costs = self._message_costs(messages)
-        if len(memo) >= 4:
-            del memo[next(iter(memo))]  # the oldest
-        memo[key] = (messages, tuple(costs))  # the messages held: their id stays theirs
-        return costs
-
-    def _message_costs(self, messages: tuple[Message, ...] | list[Message]) -> list[int]:
+        """Cost of every message, each encoded exactly once (batched)."""
         texts = [_message_text(m) for m in messages]
         content = self.count_many(texts)
         roles = self.role_tokens

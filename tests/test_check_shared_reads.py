@@ -1,5 +1,6 @@
-"""`check` reads and counts a transcript once however many cases name it (checks/run.py
-``_read``, tokens ``counts_kept``), with the results of each case run alone."""
+"""`check` reads, counts and indexes a transcript once however many cases name it
+(checks/run.py ``_read``, replay ``transcripts_shared``), with the results of each case run
+alone."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from memdiag import replay as replay_mod
 from memdiag import tokens
 from memdiag.checks import load_spec
 from memdiag.checks import run as run_mod
 from memdiag.config import Settings
+from memdiag.diagnosis import Failure, diagnose
+from memdiag.render.jsonout import replay_json
 from memdiag.transcript import load
 from tests.conftest import FIXTURES
 
@@ -50,13 +54,13 @@ def test_cases_over_one_file_read_it_once_with_the_results_of_each_alone(
 
     reads: list[str] = []
     counted: list[int] = []
-    real_load, real_costs = load, tokens.TokenCounter._message_costs
+    real_load, real_costs = load, tokens.TokenCounter.message_costs
     monkeypatch.setattr(
         "memdiag.transcript.load", lambda p, **k: reads.append(str(p)) or real_load(p, **k)
     )
     monkeypatch.setattr(
         tokens.TokenCounter,
-        "_message_costs",
+        "message_costs",
         lambda self, m: counted.append(len(m)) or real_costs(self, m),
     )
     report = run_mod.run_checks(spec, jobs=1)
@@ -64,7 +68,7 @@ def test_cases_over_one_file_read_it_once_with_the_results_of_each_alone(
     assert len(spec.cases) == 6 and not all(c.passed for c in report.cases)  # it could fail
     assert reads == [str(chat)]  # one read for the six cases
     assert len(counted) == 1  # and one count
-    assert run_mod._READ is None and tokens._COUNTED is None  # nothing kept after the run
+    assert run_mod._READ is None and replay_mod._SHARED is None  # nothing kept after the run
 
 
 def test_a_file_that_changed_is_read_again(tmp_path: Path) -> None:
@@ -81,17 +85,37 @@ def test_a_file_that_changed_is_read_again(tmp_path: Path) -> None:
     assert again == load(chat)
 
 
-def test_kept_counts_are_the_counts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["sliding_window", "summary", "scratchpad"])
+def test_shared_contexts_replay_and_diagnose_as_fresh_ones(name: str) -> None:
+    """Contexts made of one transcript while shared (counts, units and indexes made once,
+    under other budgets, encodings and keep_system) replay and diagnose as fresh ones; the
+    evidence one context remembers stays its own."""
     t = load(FIXTURES / "demo.jsonl")
-    counter = Settings().token_counter()
-    plain = counter.message_costs(t.messages)
-    with tokens.counts_kept():
-        first = counter.message_costs(t.messages)
-        first.append(-1)  # a caller changing its list does not change what is kept
-        assert counter.message_costs(t.messages) == plain == first[:-1]
-        other = Settings(encoding="o200k_base").token_counter()
-        assert other.message_costs(t.messages) == other._message_costs(t.messages)
-    assert tokens._COUNTED is None
+    facts = ["allergic to peanuts", "prefer window seats", "Mia"]
+    runs = [
+        Settings(budget=200, strategy=name),
+        Settings(budget=400, strategy=name),
+        Settings(budget=300, strategy=name, encoding="cl100k_base"),
+        Settings(budget=300, strategy=name).with_overrides(keep_system=False),
+    ]
+
+    def outcome(s: Settings, rctx: replay_mod.ReplayContext) -> object:
+        res = replay_mod.replay(rctx, name, facts)
+        failures = [Failure(f, len(t.turns)) for f in facts]
+        found = [d.to_dict() for d in diagnose(t, s, failures, None, what_if=True)]
+        return replay_json(t.path, rctx.counter.encoding_name, rctx.budget, [res]), found
+
+    fresh = [outcome(s, replay_mod.prepare(t, s)) for s in runs]
+    with replay_mod.transcripts_shared():
+        contexts = [replay_mod.prepare(t, s) for s in runs]
+        assert contexts[0].costs is contexts[1].costs  # counted once
+        assert contexts[2].costs is not contexts[0].costs  # another encoding counts again
+        contexts[0].remember_evidence("Mia", [0])
+        assert contexts[1].evidence_of("Mia") != (0,)  # a context's evidence is its own
+        contexts[0] = replay_mod.prepare(t, runs[0])
+        shared = [outcome(s, c) for s, c in zip(runs, contexts, strict=True)]
+    assert shared == fresh
+    assert replay_mod._SHARED is None
 
 
 def test_a_bound_keeps_the_most_recently_read(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -162,8 +162,8 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
 
 # the transcripts a check run's cases read, by file, selection and the file's state: the
 # cases over one file (other strategies, budgets, facts) read it once and, holding the same
-# messages, count them once (tokens.counts_kept); a file that changed is read again. None
-# outside a run (``_reads_shared``): a case run alone reads its file.
+# transcript, count and index it once (replay.transcripts_shared); a file that changed is
+# read again. None outside a run (``_reads_shared``): a case run alone reads its file.
 _READ: dict[tuple[object, ...], Transcript] | None = None
 READ_MESSAGES = 200_000  # the messages kept in all, the least recently used transcript out
 
@@ -172,13 +172,13 @@ READ_MESSAGES = 200_000  # the messages kept in all, the least recently used tra
 def _reads_shared() -> Iterator[None]:
     """Within: the cases of this process share what they read and count (``_read``)."""
     global _READ
-    from memdiag.tokens import counts_kept
+    from memdiag.replay import transcripts_shared
 
     outer = _READ
     if outer is None:
         _READ = {}
     try:
-        with counts_kept():
+        with transcripts_shared():
             yield
     finally:
         if outer is None:
