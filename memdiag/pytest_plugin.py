@@ -68,6 +68,21 @@ class CheckSpecFile(pytest.File):
         for case in spec.cases:
             yield CheckCase.from_parent(self, name=case.name, case=case)
 
+    def setup(self) -> None:
+        """The cases of the spec read, count and index each transcript once (as `memdiag
+        check` does), until the last of them has run (``teardown``)."""
+        import contextlib
+
+        from memdiag.checks.run import reads_shared
+
+        self._shared = contextlib.ExitStack()
+        self._shared.enter_context(reads_shared())
+
+    def teardown(self) -> None:
+        shared = getattr(self, "_shared", None)
+        if shared is not None:
+            shared.close()
+
 
 class CheckCase(pytest.Item):
     """One case of a spec, run as `memdiag check` runs it."""

@@ -75,7 +75,7 @@ def test_a_file_that_changed_is_read_again(tmp_path: Path) -> None:
     chat = tmp_path / "demo.jsonl"
     shutil.copy(FIXTURES / "demo.jsonl", chat)
     (case,) = load_spec(_spec(tmp_path, chat)).cases[:1]
-    with run_mod._reads_shared():
+    with run_mod.reads_shared():
         first = run_mod._read(case)
         assert run_mod._read(case) is first
         lines = chat.read_text(encoding="utf-8").splitlines()
@@ -127,7 +127,7 @@ def test_a_bound_keeps_the_most_recently_read(tmp_path: Path, monkeypatch) -> No
         chats.append(chat)
     spec = load_spec(_spec(tmp_path, chats[0]))
     case = spec.cases[0]
-    with run_mod._reads_shared():
+    with run_mod.reads_shared():
         run_mod._read(case)
         other = run_mod.dataclasses.replace(case, transcript=str(chats[1]))
         run_mod._read(other)

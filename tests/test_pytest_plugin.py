@@ -162,3 +162,23 @@ def test_memdiag_never_imports_pytest() -> None:
         if p.name != "pytest_plugin.py" and "import pytest" in p.read_text(encoding="utf-8")
     ]
     assert offenders == []
+
+
+def test_the_cases_of_a_spec_read_its_transcript_once(project: pytest.Pytester) -> None:
+    """As `memdiag check`, the plugin's cases of one spec file share what they read: the
+    transcript they all name is read once, and nothing is kept after the file's last case."""
+    project.makeconftest(
+        """
+import memdiag.transcript as tr
+import memdiag.checks.run as run
+reads = []
+real = tr.load
+tr.load = lambda path, **k: reads.append(str(path)) or real(path, **k)
+
+def pytest_sessionfinish(session):
+    print(f"\\nREADS {len(reads)} KEPT {run._READ is not None}")
+"""
+    )
+    result = project.runpytest_subprocess("-p", "memdiag.pytest_plugin", "-s", "-k", "kept")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*READS 1 KEPT False*"])

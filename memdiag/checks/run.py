@@ -163,14 +163,15 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
 # the transcripts a check run's cases read, by file, selection and the file's state: the
 # cases over one file (other strategies, budgets, facts) read it once and, holding the same
 # transcript, count and index it once (replay.transcripts_shared); a file that changed is
-# read again. None outside a run (``_reads_shared``): a case run alone reads its file.
+# read again. None outside a run (``reads_shared``): a case run alone reads its file.
 _READ: dict[tuple[object, ...], Transcript] | None = None
 READ_MESSAGES = 200_000  # the messages kept in all, the least recently used transcript out
 
 
 @contextlib.contextmanager
-def _reads_shared() -> Iterator[None]:
-    """Within: the cases of this process share what they read and count (``_read``)."""
+def reads_shared() -> Iterator[None]:
+    """Within: the cases run in this process share what they read and count (``_read``):
+    a check run, a worker of one, the pytest plugin's cases of one spec file."""
     global _READ
     from memdiag.replay import transcripts_shared
 
@@ -190,7 +191,7 @@ _WORKER_SHARING = contextlib.ExitStack()  # a worker's, entered once, never left
 
 def _share_in_worker() -> None:
     """A worker process's cases share what they read for its lifetime (the pool's)."""
-    _WORKER_SHARING.enter_context(_reads_shared())
+    _WORKER_SHARING.enter_context(reads_shared())
 
 
 def _read(case: Case) -> Transcript:
@@ -493,7 +494,7 @@ def run_checks(
         return result
 
     if workers <= 1:
-        with _reads_shared():
+        with reads_shared():
             for w in work:
                 results.append(keep(_run_indexed(w, room > 0)))
                 if progress is not None:
