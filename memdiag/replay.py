@@ -71,6 +71,11 @@ class ReplayContext:
         default_factory=dict, repr=False
     )
     _statements: dict[str, str] = field(default_factory=dict, repr=False)  # text -> statement
+    # (strategy, turn, budget) -> a diagnosis's replay of that turn's session, and the facts
+    # it tracked: fact -> (its place in the replay's facts, the evidence it was tracked with)
+    session_replays: dict[
+        tuple[str, int, int], tuple[StrategyReplay, dict[str, tuple[int, tuple[int, ...]]]]
+    ] = field(default_factory=dict, repr=False)
     # facts asked together -> text -> which of them its statement states
     _stating: dict[tuple[str, ...], dict[str, frozenset[str]]] = field(
         default_factory=dict, repr=False

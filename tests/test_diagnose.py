@@ -281,3 +281,57 @@ def test_smallest_budget_is_read_off_one_replay(monkeypatch):
     monkeypatch.setattr(st_mod, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert st_mod.smallest_budget(rctx, "allergic to peanuts", 8) == expected
     assert expected is not None and len(calls) == 3
+
+
+BATCHED_FACTS = [
+    "allergic to peanuts",
+    "prefer window seats",
+    "I live in Berlin",
+    "vegetarian",
+    "allergic to peanuts",  # the same fact again, at another turn below
+]
+BATCHED_FACTS_ZH = ["我对花生过敏", "机票两千以内", "我住在北京", "素食", "我对花生过敏"]
+
+
+@pytest.mark.parametrize("strategy", ["sliding_window", "summary", "scratchpad"])
+@pytest.mark.parametrize("path", [DEMO, ALLERGY, FIXTURES / "longterm.jsonl", DEMO_ZH])
+def test_many_facts_at_one_turn_are_each_diagnosed_as_alone(path, strategy, tmp_path, monkeypatch):
+    """The failures at one turn share one replay of its session (short_term._session_window):
+    each diagnosis is the one of its failure diagnosed alone, what-if included. (Lexical
+    evidence: the dense ranker's scores are normalized over the messages the whole run
+    embeds, which a run of facts at later turns makes more.)"""
+    monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "no-model"))
+    t = load(path)
+    settings = Settings(budget=300, strategy=strategy)
+    last = len(t.turns)
+    facts = BATCHED_FACTS_ZH if path == DEMO_ZH else BATCHED_FACTS
+    failures = [Failure(f, last) for f in facts[:-1]]
+    failures.append(Failure(facts[-1], max(1, last - 2)))
+    together = [_judged(d) for d in diagnose(t, settings, failures)]
+    alone = [_judged(diagnose(t, settings, [f])[0]) for f in failures]
+    assert together == alone
+    assert len({d["verdict"] for d in together}) > 1  # facts of different fates
+
+
+def _judged(d):  # type: ignore[no-untyped-def]
+    """A diagnosis as JSON, but for the note that counts the sentences the whole run's
+    evidence search compared (more, for a run whose facts reach later turns)."""
+    out = d.to_dict()
+    out["details"].pop("semantic_search", None)
+    return out
+
+
+def test_a_fact_whose_evidence_grows_is_replayed_with_it(model_dir):
+    """A paraphrase's evidence is found by meaning when its failure comes up, after the turn's
+    replay of its session was made: that replay tracked the evidence its words found (none),
+    so the paraphrase replays the session with what was found (lost at turn 6, not never
+    kept)."""
+    t = load(DEMO)
+    settings = Settings(budget=400)
+    failures = [
+        Failure("allergic to peanuts", 8),
+        Failure("likes sitting by the window on planes", 8),
+    ]
+    together = [_judged(d) for d in diagnose(t, settings, failures)]
+    assert together == [_judged(diagnose(t, settings, [f])[0]) for f in failures]
+    assert together[1]["details"]["lost_at_turn"] == 6

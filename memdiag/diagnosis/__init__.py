@@ -150,11 +150,17 @@ def diagnose(
     observed = observed and bool(transcript.windows)
     rankings, note = rank_failures(rctx, failures, cache=cache)
     facts = tuple(dict.fromkeys(f.fact for f in failures))  # each message read once for all
+    at_turn: dict[int, list[str]] = {}  # the facts of each failure turn: one replay of it
+    for f in failures:
+        at_turn.setdefault(f.at_turn, []).append(f.fact)
     out = []
     for f, ranking in zip(failures, rankings, strict=True):
         search = search_evidence(rctx, f, ranking, note, cache=cache, facts=facts)
         found = _in_memory_file(rctx, f, memory_files, search) if memory_files else None
-        out.append(found or diagnose_one(rctx, strategy, f, stores, what_if, observed, search))
+        batch = at_turn[f.at_turn]
+        out.append(
+            found or diagnose_one(rctx, strategy, f, stores, what_if, observed, search, batch)
+        )
         if progress is not None:
             progress(len(out), len(failures))
     return out
@@ -200,7 +206,10 @@ def diagnose_one(
     what_if: bool,
     observed: bool = False,
     search: EvidenceSearch | None = None,
+    batch: Sequence[str] = (),
 ) -> Diagnosis:
+    """One failure's verdict. ``batch``: the facts of the run's failures at the same turn
+    (one replay of its session tracks them all: ``short_term.decide_short_term``)."""
     t = rctx.transcript
     turn = t.turn(failure.at_turn)
     request = request_for(t, failure.at_turn, failure.marker_id) if observed else None
@@ -232,7 +241,7 @@ def diagnose_one(
         outcome, seen = decide_observed_short_term(rctx, failure, indices, request, what_if)
         details = Details(probe, search.semantic_search, observed=seen)
     elif same_session:
-        outcome, short = decide_short_term(rctx, strategy, failure, what_if)
+        outcome, short = decide_short_term(rctx, strategy, failure, what_if, batch)
         details = Details(probe, search.semantic_search, short_term=short)
     else:
         recorded = None

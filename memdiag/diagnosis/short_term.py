@@ -8,22 +8,30 @@ strategies and the smallest sliding-window budget that keeps the fact.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from memdiag.diagnosis.verdicts import Failure, Outcome, ShortTermDetails, Verdict, WhatIf
 from memdiag.replay import ReplayContext, StrategyReplay, replay
 from memdiag.strategies import Unit, WindowView
 
+if TYPE_CHECKING:
+    from memdiag.survival import FactSurvival
+
 
 def decide_short_term(
-    rctx: ReplayContext, strategy: str, failure: Failure, what_if: bool
+    rctx: ReplayContext,
+    strategy: str,
+    failure: Failure,
+    what_if: bool,
+    batch: Sequence[str] = (),
 ) -> tuple[Outcome, ShortTermDetails]:
-    """Replay ``strategy`` to the failure turn: was the fact in the window, and if not, why?"""
-    # the evidence is in the failure's session: replaying that session alone gives the same window
-    res = replay(
-        rctx, strategy, [failure.fact], until_turn=failure.at_turn, from_session_of=failure.at_turn
-    )
-    survival = res.facts[0]
+    """Replay ``strategy`` to the failure turn: was the fact in the window, and if not, why?
+
+    ``batch``: the facts of the run's other failures at the same turn (see ``_session_window``).
+    """
+    res, survival = _session_window(rctx, strategy, failure, batch)
     last = res.turns[-1]
     base = ShortTermDetails(
         strategy, rctx.budget, last.tokens["total"], dict(last.tokens), survival.stated_at_turn
@@ -45,6 +53,35 @@ def decide_short_term(
         what_if=what_if_short_term(rctx, failure) if what_if else None,
     )
     return Outcome(verdict, fixes_short_term(verdict, lost)), lost
+
+
+def _session_window(
+    rctx: ReplayContext, strategy: str, failure: Failure, batch: Sequence[str]
+) -> tuple[StrategyReplay, FactSurvival]:
+    """The replay of the failure turn's session (the evidence is in it: replaying that session
+    alone gives the same window), and the fact's survival in it.
+
+    The first failure at a turn replays the session tracking the facts of ``batch`` too:
+    the window does not depend on the facts tracked, and each fact's survival is its own
+    (a test holds a diagnosis of many facts equal to each diagnosed alone). A later failure
+    there takes its fact's survival from that replay, if its evidence is still the one the
+    replay tracked (a diagnosis may remember more first); else it replays the session alone.
+    """
+    key = (strategy, failure.at_turn, rctx.budget)
+    done = rctx.session_replays.get(key)
+    if done is not None:
+        res, tracked = done
+        found = tracked.get(failure.fact)
+        if found is not None and found[1] == rctx.evidence_of(failure.fact):
+            return res, res.facts[found[0]]
+    facts = list(dict.fromkeys((failure.fact, *batch))) if done is None else [failure.fact]
+    res = replay(rctx, strategy, facts, until_turn=failure.at_turn, from_session_of=failure.at_turn)
+    if done is None:
+        rctx.session_replays[key] = (
+            res,
+            {f: (k, rctx.evidence_of(f)) for k, f in enumerate(facts)},
+        )
+    return res, res.facts[0]
 
 
 def kept_at(
