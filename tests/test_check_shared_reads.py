@@ -1,5 +1,5 @@
 """`check` reads, counts and indexes a transcript once however many cases name it
-(checks/run.py ``_read``, replay ``transcripts_shared``), with the results of each case run
+(checks/run.py ``_read``, run_context ``transcripts_shared``), with the results of each case run
 alone."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from memdiag import replay as replay_mod
-from memdiag import tokens
+from memdiag import run_context, tokens
 from memdiag.checks import load_spec
 from memdiag.checks import run as run_mod
 from memdiag.config import Settings
@@ -68,7 +68,7 @@ def test_cases_over_one_file_read_it_once_with_the_results_of_each_alone(
     assert len(spec.cases) == 6 and not all(c.passed for c in report.cases)  # it could fail
     assert reads == [str(chat)]  # one read for the six cases
     assert len(counted) == 1  # and one count
-    assert run_mod._READ is None and replay_mod._SHARED is None  # nothing kept after the run
+    assert run_mod._READ is None and run_context._SHARED is None  # nothing kept after the run
 
 
 def test_a_file_that_changed_is_read_again(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_shared_contexts_replay_and_diagnose_as_fresh_ones(name: str) -> None:
         contexts[0] = replay_mod.prepare(t, runs[0])
         shared = [outcome(s, c) for s, c in zip(runs, contexts, strict=True)]
     assert shared == fresh
-    assert replay_mod._SHARED is None
+    assert run_context._SHARED is None
 
 
 def test_a_bound_keeps_the_most_recently_read(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -162,7 +162,7 @@ def run_case(case: Case, spec_path: str = "", keep_context: bool = False) -> Cas
 
 # the transcripts a check run's cases read, by file, selection and the file's state: the
 # cases over one file (other strategies, budgets, facts) read it once and, holding the same
-# transcript, count and index it once (replay.transcripts_shared); a file that changed is
+# transcript, count and index it once (run_context.transcripts_shared); a file that changed is
 # read again. None outside a run (``reads_shared``): a case run alone reads its file.
 _READ: dict[tuple[object, ...], Transcript] | None = None
 READ_MESSAGES = 200_000  # the messages kept in all, the least recently used transcript out
@@ -173,7 +173,7 @@ def reads_shared() -> Iterator[None]:
     """Within: the cases run in this process share what they read and count (``_read``):
     a check run, a worker of one, the pytest plugin's cases of one spec file."""
     global _READ
-    from memdiag.replay import transcripts_shared
+    from memdiag.run_context import transcripts_shared
 
     outer = _READ
     if outer is None:
