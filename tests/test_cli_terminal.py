@@ -53,7 +53,13 @@ def test_version_short_flag_and_completion():
         [sys.executable, "-m", "memdiag", "--show-completion", "bash"],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # the shell named, not detected: detection reads the process tree, and a suite run
+        # whose parent shell has exited (a background job) has no shell to find
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1",
+        },
         timeout=60,
     )
     assert script.returncode == 0, script.stderr
