@@ -291,6 +291,15 @@ def test_long_replay_lists_first_and_last_changes_only(tmp_path):
     assert "more turns with changes" in r.stdout
     listed = [line for line in r.stdout.splitlines() if re.match(r"\s+\d+ s1·", line)]
     assert len(listed) == 40
+    # the first and the last twenty of the turns where something left the window
+    from memdiag.config import Settings
+    from memdiag.replay import run
+    from memdiag.transcript import load
+
+    records = run(load(p), Settings(budget=120)).results[0].turns
+    changed = [records.turn(k).number for k in range(len(records)) if records.changed(k)]
+    assert len(changed) > 40
+    assert [int(line.split()[0]) for line in listed] == changed[:20] + changed[-20:]
     r = invoke("replay", str(p), "--budget", "120", "--show", "all")
     assert "more turns with changes" not in r.stdout
 

@@ -267,23 +267,24 @@ def render_compactions(console: Console, report: ReplayReport) -> None:
 def render_strategy(console: Console, res: StrategyReplay, show: str) -> None:
     console.rule(f"[bold]{escape(res.name)}[/]")
     records = res.turns
-    turns: Sequence[TurnRecord] = records
+    listed: Sequence[int] = range(len(records))
     if show != "all":
-        turns = [records[k] for k in range(len(records)) if records.changed(k)]
-    # a long transcript has thousands of such turns: show the first and last ones
-    cut = show == "changes" and len(turns) > 2 * CHANGES_SHOWN
-    head, tail = (turns[:CHANGES_SHOWN], turns[-CHANGES_SHOWN:]) if cut else (turns, [])
-    for r in head:
-        console.print(turn_line(r, res.budget, colourless(console)))
+        listed = [k for k in listed if records.changed(k)]
+    # a long transcript has thousands of such turns: show the first and last ones (and make
+    # the records of those only)
+    cut = show == "changes" and len(listed) > 2 * CHANGES_SHOWN
+    head, tail = (listed[:CHANGES_SHOWN], listed[-CHANGES_SHOWN:]) if cut else (listed, [])
+    for k in head:
+        console.print(turn_line(records[k], res.budget, colourless(console)))
     if cut:
         console.print(
-            f"      … {_count(len(turns) - 2 * CHANGES_SHOWN, 'more turn')} with changes "
+            f"      … {_count(len(listed) - 2 * CHANGES_SHOWN, 'more turn')} with changes "
             "(--show all, or --format json|--html for every turn)",
             style="dim",
         )
-    for r in tail:
-        console.print(turn_line(r, res.budget, colourless(console)))
-    hidden = len(res.turns) - len(turns)
+    for k in tail:
+        console.print(turn_line(records[k], res.budget, colourless(console)))
+    hidden = len(res.turns) - len(listed)
     if hidden and show == "changes":
         console.print(
             f"      ({_count(hidden, 'turn')} where nothing left the window not shown; --show all)",
