@@ -220,6 +220,27 @@ def test_turn_records_are_written_as_dumps_writes_them(transcript, budget, name)
     assert "".join(turn_texts(res.turns, " " * 8)) == ",\n".join(expected)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    transcripts(),
+    st.integers(60, 400),
+    st.sampled_from(["sliding_window", "summary", "scratchpad"]),
+    st.sampled_from(["Mia", "allergic to peanuts", "名字"]),
+)
+def test_turn_lines_are_what_json_dumps_writes(transcript, budget, name, fact):
+    """`--format jsonl`'s turn lines, written from the columns, are json.dumps of each record
+    (ids and sessions of any text, pins, session ends, turns over budget)."""
+    import json
+
+    from memdiag.render.jsonout import turn_json, turn_lines
+
+    res = replay(prepare(transcript, Settings(budget=budget)), name, [fact])
+    expected = [
+        json.dumps({"strategy": name, **turn_json(r)}, ensure_ascii=False) for r in res.turns
+    ]
+    assert list(turn_lines(res)) == expected
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(TEXT | st.text(max_size=20) | EDGES, min_size=1, max_size=6), st.data())
 def test_line_terms_are_the_text_terms_of_the_whole_text(lines, data):
@@ -478,3 +499,24 @@ def test_stated_before_is_the_search_of_every_message(transcript, facts, data):
             got = stated_before(rctx, fact, before, run)
             assert [(e.index, e.score, e.method) for e in got] == expected
             assert all(e.text == transcript.messages[e.index].content for e in got)
+
+
+@pytest.mark.parametrize("fixture", ["demo.jsonl", "demo_zh.jsonl", "longterm.jsonl"])
+@pytest.mark.parametrize("budget", [40, 400])
+def test_turn_lines_of_pins_session_ends_and_overflow(fixture, budget):
+    """The fixtures under the scratchpad pin facts, end sessions, and (40 tokens) go over
+    budget: every branch of the line writer, against json.dumps."""
+    import json
+
+    from memdiag.render.jsonout import turn_json, turn_lines
+    from memdiag.transcript import load
+    from tests.conftest import FIXTURES
+
+    t = load(FIXTURES / fixture)
+    res = replay(prepare(t, Settings(budget=budget)), "scratchpad", ["allergic to peanuts"])
+    assert res.turns.pins and res.turns.count(3) and (res.turns.overflow or budget == 400)
+    expected = [
+        json.dumps({"strategy": "scratchpad", **turn_json(r)}, ensure_ascii=False)
+        for r in res.turns
+    ]
+    assert list(turn_lines(res)) == expected

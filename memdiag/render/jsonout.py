@@ -192,6 +192,52 @@ def turn_texts(
         yield (",\n" if len(records) > len(piece) else "") + ",\n".join(piece)
 
 
+def turn_lines(res: StrategyReplay, shared: dict[object, Any] | None = None) -> Iterator[str]:
+    """``json.dumps({"strategy": ..., **turn_json(r)}, ensure_ascii=False)`` of every record
+    of ``res``, one line each, written straight from the columns as ``turn_texts`` writes
+    the indented document (a test holds them equal): each message id quoted once."""
+    records = res.turns
+    msgs, turns = records.messages, records.turns
+    cache: dict[object, Any] = {} if shared is None else shared
+    ids = cache.get(("ids", id(msgs)))
+    if ids is None:
+        ids = cache[("ids", id(msgs))] = [_encode_str(m.id) for m in msgs]
+    quote = ids.__getitem__
+    head = f'{{"strategy": {_encode_str(res.name)}, "turn": %d, "session": %s, "session_turn": %d, '
+    body = (
+        '"tokens": {'
+        + ", ".join(f"{_encode_str(s)}: %d" for s in SECTIONS)
+        + '}, "entered": [%s], "evicted": [%s], "summarized": [%s]'
+    )
+    first, tokens, indices, ends = records.first, records.tokens, records.indices, records.ends
+    pins, over = records.pins, records.overflow
+    width = len(SECTIONS)
+    sessions: dict[str, str] = {}
+    start = 0
+    for k in range(len(records)):
+        t = turns[first + k]
+        session = sessions.get(t.session)
+        if session is None:
+            session = sessions[t.session] = _encode_str(t.session)
+        at = 4 * k
+        e0, e1, e2, e3 = ends[at], ends[at + 1], ends[at + 2], ends[at + 3]
+        text = head % (t.number, session, t.session_turn) + body % (
+            *tokens[k * width : (k + 1) * width],
+            ", ".join(map(quote, indices[start:e0])),
+            ", ".join(map(quote, indices[e0:e1])),
+            ", ".join(map(quote, indices[e1:e2])),
+        )
+        if e3 > e2:
+            text += ', "dropped_by_session": [' + ", ".join(map(quote, indices[e2:e3])) + "]"
+        if k in pins:
+            pinned = json.dumps([asdict(x) for x in pins[k]], ensure_ascii=False)
+            text += ', "pinned": ' + pinned
+        if k in over:
+            text += ', "overflow": true'
+        yield text + "}"
+        start = e3
+
+
 def call_json(c: CallTokens) -> dict[str, Any]:
     """A recorded request: tokens recounted exactly beside the provider's reported count."""
     return {
@@ -213,9 +259,9 @@ def replay_jsonl(
     for key, kind in (("memory_files", "memory_file"), ("compactions", "compaction")):
         for item in (extra or {}).get(key, ()):
             yield json.dumps({"type": kind, **item}, ensure_ascii=False)
+    shared: dict[object, Any] = {}  # quoted ids, written once for the stream
     for r in results:
-        for t in r.turns:
-            yield json.dumps({"strategy": r.name, **turn_json(t)}, ensure_ascii=False)
+        yield from turn_lines(r, shared)
         for f in r.facts:
             yield json.dumps(
                 {"strategy": r.name, "type": "fact", **fact_json(f)}, ensure_ascii=False
