@@ -291,20 +291,18 @@ def prepare(
     while len(shared) > SHARED_TRANSCRIPTS:
         del shared[next(iter(shared))]
     key = (counter.encoding_name, counter.overhead)
-    costs = derived.costs.get(key)  # type: ignore[assignment]
-    if costs is None:
-        costs = derived.costs[key] = counter.message_costs(messages)
+    if key not in derived.costs:
+        derived.costs[key] = counter.message_costs(messages)
     grouping = (*key, settings.keep_system)
-    units = derived.units.get(grouping)  # type: ignore[assignment]
-    if units is None:
-        units = derived.units[grouping] = group_units(transcript, costs, settings)
+    if grouping not in derived.units:
+        derived.units[grouping] = group_units(transcript, derived.costs[key], settings)
     c = derived.caches
     return ReplayContext(
         transcript,
         settings,
         counter,
-        costs,
-        units,
+        derived.costs[key],
+        derived.units[grouping],
         memory_tokens,
         memory_text,
         _folded_texts=c.setdefault("folded", {}),
