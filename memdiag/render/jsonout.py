@@ -7,7 +7,7 @@ Each document starts with ``schema_version`` and follows its JSON Schema in
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from json.encoder import encode_basestring as _encode_str
 from typing import TYPE_CHECKING, Any
@@ -134,6 +134,14 @@ def replay_json_chunks(
     yield "  }\n}"
 
 
+def _quoted_ids(msgs: Sequence[Any], cache: dict[object, Any]) -> Callable[[int], str]:
+    """Message index -> its id as a JSON string, quoted once per document (``cache``)."""
+    ids = cache.get(("ids", id(msgs)))
+    if ids is None:
+        ids = cache[("ids", id(msgs))] = [_encode_str(m.id) for m in msgs]
+    return ids.__getitem__
+
+
 def turn_texts(
     records: TurnRecords, pad: str, shared: dict[object, Any] | None = None
 ) -> Iterator[str]:
@@ -143,11 +151,8 @@ def turn_texts(
     for the document (``shared`` keeps them for its other strategies)."""
     msgs, turns = records.messages, records.turns
     cache: dict[object, Any] = {} if shared is None else shared
-    ids = cache.get(("ids", id(msgs)))
-    if ids is None:
-        ids = cache[("ids", id(msgs))] = [_encode_str(m.id) for m in msgs]
+    quote = _quoted_ids(msgs, cache)
     heads: dict[int, str] = cache.setdefault(("heads", id(turns), pad), {})
-    quote = ids.__getitem__
     p = pad + "  "
     sep, opening, closing = f",\n{p}  ", f"[\n{p}  ", f"\n{p}]"
     head = f'{pad}{{\n{p}"turn": %d,\n{p}"session": %s,\n{p}"session_turn": %d,\n'
@@ -197,12 +202,8 @@ def turn_lines(res: StrategyReplay, shared: dict[object, Any] | None = None) -> 
     of ``res``, one line each, written straight from the columns as ``turn_texts`` writes
     the indented document (a test holds them equal): each message id quoted once."""
     records = res.turns
-    msgs, turns = records.messages, records.turns
-    cache: dict[object, Any] = {} if shared is None else shared
-    ids = cache.get(("ids", id(msgs)))
-    if ids is None:
-        ids = cache[("ids", id(msgs))] = [_encode_str(m.id) for m in msgs]
-    quote = ids.__getitem__
+    turns = records.turns
+    quote = _quoted_ids(records.messages, {} if shared is None else shared)
     head = f'{{"strategy": {_encode_str(res.name)}, "turn": %d, "session": %s, "session_turn": %d, '
     body = (
         '"tokens": {'
