@@ -7,9 +7,11 @@ transcript states plus sentences of it, so that some are kept and some lost. The
 processes, in the same run and interleaved: `check` of one case with one `kept` expectation
 per fact, with and without `--html`, and `diagnose --strategy sliding_window` of every fact at
 the last turn (`--no-cache`, no store), with and without `--html`. Prints CPU (user+sys, best
-of --repeat), the ratio with/without, and whether the diagnosis found the embedding model
-(MEMDIAG_ONNX_MODEL_DIR or Chroma's cache): without it, evidence is lexical and the report's
-replays weigh most; with it, every run embeds the transcript and the ratio is the model's.
+of --repeat), the ratio with/without (of the bests, and the median of each round's pair:
+the steadier figure on a shared machine whose speed drifts), and whether the diagnosis found
+the embedding model (MEMDIAG_ONNX_MODEL_DIR or Chroma's cache): without it, evidence is
+lexical and the report's replays weigh most; with it, every run embeds the transcript and the
+ratio is the model's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_replay import NEUTRAL, generate
+from bench_replay import NEUTRAL, generate, paired_ratio
 
 
 def facts_for(n: int) -> list[str]:
@@ -97,18 +99,25 @@ def main() -> None:
         cmds["check --html"] += ["--html", str(folder / "check.html")]
         cmds["diagnose --html"] += ["--html", str(folder / "diagnose.html")]
         got: dict[str, list[float]] = {k: [] for k in cmds}
-        for _ in range(args.repeat):
-            for label, cmd in cmds.items():
-                got[label].append(cpu(cmd, env))
+        for r in range(args.repeat):
+            # every other round in reverse order: a machine speeding up or slowing down
+            # during the run weighs on both sides of each ratio alike
+            for label in list(cmds) if r % 2 == 0 else reversed(cmds):
+                got[label].append(cpu(cmds[label], env))
     from memdiag.ranking.minilm import local_minilm
 
     model, where = local_minilm()  # what the diagnose processes found, in the same environment
     print(f"{len(t.messages):,} messages, {len(facts)} facts (CPU user+sys, best of {args.repeat})")
+    print("  ratio: of the bests; paired: the median of each round's with/without")
     ranker = f"semantic too, {where} (each run embeds: --no-cache)" if model else "lexical only"
     print(f"  diagnose evidence: {ranker}")
     for name in ("check", "diagnose"):
         plain, html = min(got[name]), min(got[f"{name} --html"])
-        print(f"  {name:<9} {plain:6.2f}s   --html {html:6.2f}s   ratio {html / plain:4.2f}x")
+        paired = paired_ratio(got[f"{name} --html"], got[name])
+        print(
+            f"  {name:<9} {plain:6.2f}s   --html {html:6.2f}s   ratio {html / plain:4.2f}x"
+            f"   paired {paired:4.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ message at several sizes (flat = O(n)), and the peak resident memory of the proc
 with memdiag's reader and tiktoken-encode every message once; batched and a plain loop; and
 the issue's own, stricter floor: json.loads of each line and a plain loop, no reader),
 `replay --strategy all` (target ≤ 3× the loop floor's CPU, goal 2×; peak RSS ≤ 2×) and each
-strategy alone (≤ 1.5×), memdiag's bytecode compiled first, as pip does on install.
+strategy alone (≤ 1.5×), memdiag's bytecode compiled first, as pip does on install; every other
+round in reverse order, with the median of each round's ratio (paired) beside the ratio of bests.
 
 Peers: at every user turn, `trim_messages(history, strategy="last", include_system=True,
 start_on="human")` with a token counter giving memdiag's own counts (the same tiktoken
@@ -30,6 +31,7 @@ import itertools
 import math
 import random
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -335,6 +337,12 @@ with open(sys.argv[1], encoding="utf-8") as f:
 """
 
 
+def paired_ratio(runs: list[float], floors: list[float]) -> float:
+    """The median of each round's ratio: a command and its floor ran minutes apart at most, so
+    a machine whose speed drifts (a shared VM) moves both sides of each pair alike."""
+    return statistics.median(r / f for r, f in zip(runs, floors, strict=True))
+
+
 def cli_runs(n: int, repeat: int) -> None:
     """The commands a user runs, as processes: wall, CPU and peak RSS against the floor."""
     import os
@@ -373,8 +381,11 @@ def cli_runs(n: int, repeat: int) -> None:
                 "json",
             ]
         got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
-        for _ in range(repeat):
-            for label, cmd in cmds.items():
+        for r in range(repeat):
+            # every other round in reverse order, so that a drift in the machine's speed
+            # weighs on the floors and the commands alike
+            for label in list(cmds) if r % 2 == 0 else reversed(cmds):
+                cmd = cmds[label]
                 start = time.perf_counter()
                 proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
                 _, status, use = os.wait4(proc.pid, 0)
@@ -383,9 +394,12 @@ def cli_runs(n: int, repeat: int) -> None:
                 wall = time.perf_counter() - start
                 got[label].append((wall, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024))
     print(f"\nas processes, {n:,} messages (best of {repeat}; CPU counts every thread)")
+    print("  paired: the median of each round's CPU ratio to the floor of that round")
     floor = min(got[next(iter(cmds))])
     loop = min(got["floor: parse + encode loop"])
     plain = min(got["floor: json.loads + encode loop"])
+    plain_cpu = [r[1] for r in got["floor: json.loads + encode loop"]]
+    loop_cpu = [r[1] for r in got["floor: parse + encode loop"]]
     for label, runs in got.items():
         wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
         rss = max(r[2] for r in runs)
@@ -393,7 +407,9 @@ def cli_runs(n: int, repeat: int) -> None:
             f"  {label:<45} wall {wall:6.2f}s ({wall / floor[0]:4.2f}x)  CPU {cpu:6.2f}s "
             f"({cpu / floor[1]:4.2f}x)  peak RSS {rss:5.0f} MiB ({rss / floor[2]:4.2f}x)"
             f"  | vs the loop floor: wall {wall / loop[0]:4.2f}x CPU {cpu / loop[1]:4.2f}x"
+            f" (paired {paired_ratio([r[1] for r in runs], loop_cpu):4.2f}x)"
             f"  | vs json.loads + loop: CPU {cpu / plain[1]:4.2f}x"
+            f" (paired {paired_ratio([r[1] for r in runs], plain_cpu):4.2f}x)"
         )
 
 
