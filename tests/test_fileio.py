@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -122,6 +123,25 @@ def test_no_escape_check_for_text_without_escapes(text: str) -> None:
     if "\\u" in text or any("\ud800" <= c <= "\udfff" for c in text):
         return
     assert _outcome(lambda t: json_loads(t, escapes=False), text) == _outcome(json_loads, text)
+
+
+_SURROGATE_TEXT = st.text(alphabet=st.sampled_from("\\udUD89aAfFb0 xé中\ud800\udbff\udc00\udfff"))
+
+
+# "\\u" + a hex digit or not + a second one: a surrogate's escape or one a digit away from it
+_ESCAPES = st.tuples(
+    st.text(max_size=3), st.sampled_from("dDeEc0"), st.text("789abcdefABCDEFG", min_size=1)
+).map(lambda t: f"{t[0]}\\u{t[1]}{t[2]}")
+
+
+@given(st.one_of(_SURROGATE_TEXT, _ESCAPES, st.text(), _JSON_VALUES.map(json.dumps)))
+def test_surrogate_check_is_the_one_pattern(text: str) -> None:
+    """The two-part check finds what the single alternation it replaced finds: a surrogate's
+    escape (either case, high or low) or a surrogate itself, in ASCII and other text."""
+    from memdiag.fileio import _maybe_surrogate
+
+    one = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+    assert _maybe_surrogate(text) == (one.search(text) is not None)
 
 
 def test_clip() -> None:
