@@ -10,6 +10,7 @@ than tiktoken loading its own cached file.
 from __future__ import annotations
 
 import marshal
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -205,12 +206,33 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self.encoding.encode(text, disallowed_special=()))
+        if len(text) >= LONG_WHITESPACE and _long_whitespace(text):
+            return len(_split_in_python(self.encoding, text))
+        try:
+            return len(self.encoding.encode(text, disallowed_special=()))
+        except BaseException as exc:  # a Rust panic is no Exception
+            if not _regex_overflow(exc):
+                raise
+        return len(_split_in_python(self.encoding, text))
 
     def count_many(self, texts: list[str]) -> list[int]:
         # a plain loop: measured faster than encode_ordinary_batch's thread pool here
         encode = self.encoding.encode_ordinary
+        if max(map(len, texts), default=0) >= LONG_WHITESPACE:  # rare: see _long_whitespace
+            return [len(self.ordinary(t)) if t else 0 for t in texts]
         return [len(encode(t)) if t else 0 for t in texts]
+
+    def ordinary(self, text: str) -> list[int]:
+        """``encoding.encode_ordinary(text)`` (special tokens as plain text), for any text:
+        see ``_split_in_python``."""
+        if len(text) >= LONG_WHITESPACE and _long_whitespace(text):
+            return _split_in_python(self.encoding, text)
+        try:
+            return self.encoding.encode_ordinary(text)
+        except BaseException as exc:  # a Rust panic is no Exception
+            if not _regex_overflow(exc):
+                raise
+        return _split_in_python(self.encoding, text)
 
     def message_cost(self, role: str, content: str, name: str | None = None) -> int:
         """Tokens one message takes in the window (OpenAI chat format)."""
@@ -251,6 +273,46 @@ class TokenCounter:
         return costs
 
 
+# texts with a whitespace run this long are split by the `regex` module (_split_in_python):
+# tiktoken's engine panics at about a million (_regex_overflow), far above this
+LONG_WHITESPACE = 100_000
+_WHITESPACE_RUN = re.compile(r"\s+")
+
+
+def _long_whitespace(text: str) -> bool:
+    """Whether ``text`` holds a run of at least LONG_WHITESPACE whitespace characters (each
+    run is matched once: linear in the text)."""
+    return any(m.end() - m.start() >= LONG_WHITESPACE for m in _WHITESPACE_RUN.finditer(text))
+
+
+def _regex_overflow(exc: BaseException) -> bool:
+    """Whether ``exc`` is tiktoken's regex engine giving up on a long run of whitespace.
+
+    Its pattern's ``\\s+(?!\\S)`` backtracks once per character of the run, and a run of
+    about a million spaces or tabs (a padded tool output, a blank buffer) overflows the
+    engine's stack: a Rust panic, raised as pyo3's ``PanicException``, a BaseException that
+    no ``except Exception`` catches (measured with tiktoken 0.14: 800,000 spaces encode,
+    1,000,000 panic)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def _split_in_python(encoding: tiktoken.Encoding, text: str) -> list[int]:
+    """The tokens of ``text`` with the encoding's pattern run by the ``regex`` module instead
+    of tiktoken's own engine, each piece then encoded alone: what ``encode_ordinary`` does
+    (tiktoken's ``_encode_only_native_bpe``; a property test holds the two equal where both
+    run). 1,000,000 spaces take about a second."""
+    split = getattr(encoding, "_encode_only_native_bpe", None)
+    if split is None:  # a tiktoken without it: say what cannot be counted, in one line
+        raise InputError(
+            f"a text of {len(text):,} characters holds a whitespace run longer than tiktoken's "
+            "regex engine can encode, and this tiktoken has no Python-side split to count it"
+        )
+    try:
+        return list(split(text))
+    except UnicodeEncodeError:  # a lone surrogate: replaced, as tiktoken's encode does
+        return list(split(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
+
+
 def _message_text(m: Message) -> str:
     """What a message costs: its content, plus its tool calls (name and arguments)."""
     text = m.content
@@ -267,7 +329,7 @@ def truncate_to_tokens(counter: TokenCounter, text: str, max_tokens: int) -> str
     room = max_tokens - counter.section_cost("x") + counter.count("x")  # overhead of the section
     if room <= 0:
         return ""
-    tokens = counter.encoding.encode(text, disallowed_special=())
+    tokens = counter.ordinary(text)
     n = min(room, len(tokens))
     while n > 0:
         # a cut can split a multi-byte character; re-encoding the decoded text may then differ

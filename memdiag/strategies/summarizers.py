@@ -375,7 +375,7 @@ class ExtractiveSummarizer:
         if not self._additive:
             return self.counter.section_cost(self._render(sorted(chosen, key=_ORDER, reverse=True)))
         counts = self._exact
-        encode = self.counter.encoding.encode_ordinary  # = counter.count (no special tokens)
+        encode = self.counter.ordinary  # = counter.count (no special tokens)
         total = self._header_cost
         newest = chosen[0]
         for c in chosen:
@@ -400,7 +400,7 @@ class ExtractiveSummarizer:
         key = c[3]
         with_newline = self._exact.get(key)
         if with_newline is None:
-            with_newline = self._exact[key] = len(self.counter.encoding.encode_ordinary(key + "\n"))
+            with_newline = self._exact[key] = len(self.counter.ordinary(key + "\n"))
         if c[1] > newest[1]:  # older than the newest line: it ends with a newline
             return cost + with_newline
         before = newest[3]
@@ -410,7 +410,7 @@ class ExtractiveSummarizer:
         """Exact tokens of a summary line without its newline (the newest line's), kept."""
         found = self._alone.get(key)
         if found is None:
-            found = self._alone[key] = len(self.counter.encoding.encode_ordinary(key))
+            found = self._alone[key] = len(self.counter.ordinary(key))
         return found
 
     @staticmethod
