@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -151,3 +152,28 @@ def windows(transcript: Transcript, res: StrategyReplay) -> Iterator[tuple[Any, 
         window = [i for i in window if i not in gone]
         window += [index[i] for i in r.entered if index[i] not in gone]
         yield r, window
+
+
+@contextlib.contextmanager
+def watchdog(seconds: int, what: str) -> Iterator[None]:
+    """Fail (AssertionError) when the block runs longer than ``seconds``, instead of hanging
+    the suite: for inputs an earlier version took hours on (a regex that backtracked). A
+    bound far above the run's real time, not a timing claim. Skips where there is no SIGALRM.
+    """
+    import signal
+
+    import pytest
+
+    if not hasattr(signal, "SIGALRM"):
+        pytest.skip("the watchdog needs SIGALRM (not on Windows)")
+
+    def hung(*_: object) -> None:
+        raise AssertionError(f"{what} took over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -335,21 +335,10 @@ def test_date_feature_is_the_quadratic_pattern(text: str) -> None:
 
 def test_a_million_digits_are_scored(summarizer: ExtractiveSummarizer) -> None:
     """A tool output of a million digits is scored, its date found (the old date pattern took
-    hours on it: a watchdog fails the test after a minute instead of hanging the suite)."""
-    import signal
+    hours on it)."""
+    from tests.helpers import watchdog
 
-    if not hasattr(signal, "SIGALRM"):
-        pytest.skip("the watchdog needs SIGALRM (not on Windows)")
-
-    def hung(*_: object) -> None:
-        raise AssertionError("scoring a million digits took over a minute (quadratic pattern?)")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
-    try:
+    with watchdog(60, "scoring a million digits"):
         scores = summarizer.score_many([("user", "my log: " + "7" * 1_000_000 + " 3月 end")])
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     # first person 2 + number 1 + date 1 + user 1
     assert scores == [summarizer.score("user", "my log: 7 3月 end")] == [5]

@@ -1,0 +1,72 @@
+"""Patterns rewritten to run in linear time on long runs of one character (a tool output of
+blank lines, spaces or digits), each held equal to the pattern it replaced, which stays here as
+the reference; and whole commands on such inputs, under a watchdog."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memdiag.text import _QUESTION_AT_START, _QUESTION_START, mask_non_statements
+from tests.helpers import watchdog
+
+# as it was: cubic on a run of newlines (two minutes for 1,000 blank lines)
+_QUESTION_AT_START_BEFORE = re.compile(
+    r"(?:^|[.!?;:]\s|\n)\s*(?:[-*•]\s*)?" + _QUESTION_START.pattern, re.I
+)
+QUESTION_PIECES = [
+    "\n",
+    " ",
+    "  ",
+    "\t",
+    ".",
+    "?",
+    "!",
+    ";",
+    ":",
+    "-",
+    "*",
+    "•",
+    ",",
+    "(",
+    "'",
+    "\u3000",
+    "what",
+    "What's",
+    "do you",
+    "Do I",
+    "is there",
+    "can we",
+    "how",
+    "x",
+    "hello",
+    "Mia",
+    "_",
+    "我",
+    "1",
+    "é",
+]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(QUESTION_PIECES), max_size=14).map("".join))
+def test_question_at_start_is_the_old_pattern(text: str) -> None:
+    assert (_QUESTION_AT_START.search(text) is None) == (
+        _QUESTION_AT_START_BEFORE.search(text) is None
+    )
+
+
+def test_blank_runs_are_masked_in_linear_time() -> None:
+    """Statements beside 100,000 blank lines, spaces or bullets are read (masked) at all. The
+    run is followed by no question (the search's failing case, where the old pattern retried
+    every newline), and the question after it has no "?" (which would end the search before
+    the word order is looked for): it is blanked and the statement kept."""
+    for run in ("\n", " \n", "\n- ", "\n\t"):
+        text = "I'm allergic to peanuts." + run * 100_000 + "ok. What is my seat"
+        with watchdog(60, f"masking a run of {run!r}"):
+            masked = mask_non_statements(text)
+        assert len(masked) == len(text)
+        assert masked.startswith("I'm allergic to peanuts.")
+        assert "What" not in masked  # the question is blanked
