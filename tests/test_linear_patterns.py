@@ -70,3 +70,75 @@ def test_blank_runs_are_masked_in_linear_time() -> None:
         assert len(masked) == len(text)
         assert masked.startswith("I'm allergic to peanuts.")
         assert "What" not in masked  # the question is blanked
+
+
+# the value patterns as they were: tried at every character of a whitespace run
+_CLAUSE_WORDS_BEFORE = (
+    r"\s+(?:but|so|because|since|though|although|which|who|when|if|while|unless|until|"
+    r"except|as well|too|also|anymore|any more|please|thanks|thank you|"
+    r"and (?:I|I'm|my|we|you|it|that|so|also|please|then)|or (?:I|my|we|you|so))\b.*$"
+    r"|(?:但是|但|因为|所以|而且|可是|不过).*$"
+)
+_CLAUSE_BEFORE = re.compile(
+    _CLAUSE_WORDS_BEFORE + r"|\s*[,，。；;:：!！?？(（].*$", re.IGNORECASE | re.DOTALL
+)
+_CLAUSE_LIST_BEFORE = re.compile(
+    _CLAUSE_WORDS_BEFORE + r"|\s*[。；;:：!！?？(（].*$", re.IGNORECASE | re.DOTALL
+)
+_SPLIT_BEFORE = re.compile(
+    r"\s*(?:,\s*(?:and|or)\s+|,|，|、|\band\b|\bor\b|&|\bplus\b|和|以及|及|跟|与)\s*"
+)
+VALUE_PIECES = [
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\u3000",
+    ",",
+    "，",
+    "、",
+    ";",
+    ".",
+    "!",
+    "(",
+    "&",
+    "和",
+    "以及",
+    "但是",
+    "and",
+    "or",
+    "plus",
+    "but",
+    "So",
+    "I",
+    "I'm",
+    "you",
+    "thank you",
+    "peanuts",
+    "x",
+    "eggs",
+]
+value_text = st.lists(st.sampled_from(VALUE_PIECES), max_size=14).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(value_text)
+def test_value_patterns_are_the_old_ones(text: str) -> None:
+    from memdiag.extract import _CLAUSE, _CLAUSE_LIST, _SPLIT
+
+    assert _CLAUSE.sub("", text) == _CLAUSE_BEFORE.sub("", text)
+    assert _CLAUSE_LIST.sub("", text) == _CLAUSE_LIST_BEFORE.sub("", text)
+    assert _SPLIT.split(text) == _SPLIT_BEFORE.split(text)
+
+
+def test_values_across_long_whitespace_in_linear_time() -> None:
+    """A value captured across 200,000 spaces (a rule's value runs to the sentence end) is
+    trimmed and split at all."""
+    from memdiag.extract import _CLAUSE, _CLAUSE_LIST, _SPLIT
+
+    for run in (" ", "\t", " \u3000"):
+        raw = "peanuts" + run * 200_000 + "x"
+        with watchdog(60, f"trimming a value across a run of {run!r}"):
+            assert _CLAUSE.sub("", raw + ", so what") == raw
+            assert _CLAUSE_LIST.sub("", raw) == raw
+            assert _SPLIT.split(raw + " and eggs") == [raw, "eggs"]
