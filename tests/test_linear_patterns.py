@@ -142,3 +142,79 @@ def test_values_across_long_whitespace_in_linear_time() -> None:
             assert _CLAUSE.sub("", raw + ", so what") == raw
             assert _CLAUSE_LIST.sub("", raw) == raw
             assert _SPLIT.split(raw + " and eggs") == [raw, "eggs"]
+
+
+def _rules_before():  # type: ignore[no-untyped-def]
+    """The built-in rules with the whitespace they had before a sentence end or line start:
+    ``\\s*``, which crossed newlines (the rules now stop at one and start again after it)."""
+    import dataclasses
+
+    from memdiag.extract import Extractor, _builtin
+
+    rules, fields = _builtin()
+    changed = 0
+    old = []
+    for rule in rules:
+        patterns = [p.replace(r"[^\S\n]*", r"\s*") for p in rule.patterns]
+        changed += sum(a != b for a, b in zip(patterns, rule.patterns, strict=True))
+        old.append(dataclasses.replace(rule, patterns=patterns))
+    assert changed == 3  # en.prohibition's two sentence-start patterns, en.location.memory's
+    return Extractor(old, dict(fields))
+
+
+# a text is statements, each after a run of separators (blank lines, spaces, sentence ends,
+# bullets) that the rules' starts look at
+_SEPARATORS = st.lists(
+    st.sampled_from(["\n", " ", "\t", "\r\n", ".", ",", ";", "-", "•", "*", "x"]), max_size=5
+).map("".join)
+_TRIGGERS = st.sampled_from(
+    [
+        "never",
+        "Never",
+        "Don't",
+        "do not",
+        "must not",
+        "should never",
+        "please never",
+        "and don't",
+        "Moved to",
+        "lives in",
+        "User lives in",
+        "She moved to",
+        "I",
+        "no",
+        "I'm allergic to",
+    ]
+)
+_TAILS = st.sampled_from(
+    ["", " book red-eye flights", " worry", " Lisbon", " Berlin", " eat pork", " peanuts"]
+)
+rule_text = st.lists(st.tuples(_SEPARATORS, _TRIGGERS, _TAILS).map("".join), max_size=4).map(
+    "".join
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(rule_text)
+def test_rules_find_what_they_found(text: str) -> None:
+    """Every extraction (field, value, strength, span, rule) is what the rules found when the
+    whitespace before a value crossed newlines."""
+    from memdiag.extract import default_extractor
+
+    before = _BEFORE.extract(text)
+    assert default_extractor().extract(text) == before
+
+
+_BEFORE = _rules_before()
+
+
+def test_rules_over_blank_runs_in_linear_time() -> None:
+    """A rule woken in a message with 100,000 blank lines reads it at all, and finds the rule
+    after the run."""
+    from memdiag.extract import default_extractor
+
+    for run in ("\n", " \n", "\n\t"):
+        text = "x." + run * 100_000 + "Don't book red-eye flights.\n- Moved to Lisbon"
+        with watchdog(60, f"extracting across a run of {run!r}"):
+            found = default_extractor().extract(text)
+        assert {e.field for e in found} >= {"prohibition", "location"}
