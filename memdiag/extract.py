@@ -44,26 +44,16 @@ BUILTIN_RULES = "rules.yaml"
 NORMALIZERS = ("none", "lower", "first_lower", "rule", "timezone", "units")
 MAX_VALUE_CHARS = 80  # a longer capture is a run-on sentence, not a value
 
-# a value ends where a new clause starts ("peanuts, so no satay please" → "peanuts").
-# Each pattern's leading whitespace is tried only where a whitespace run begins (_RUN_START:
-# not between two whitespace characters; a later start in the run reaches the same end, and
-# no match ends inside a run) and taken whole (possessive: a word or a separator follows).
-# Tried at every character of a long run, as written before, a value captured across a few
-# thousand spaces cost seconds (property tests hold the patterns equal to the old ones)
-_RUN_START = r"(?!(?<=\s)\s)"
-_CLAUSE_WORDS = (
+# a value ends at a new clause ("peanuts, so no satay" → "peanuts"); docs/engine.md, "Long runs"
+_RUN_START = r"(?!(?<=\s)\s)"  # where a whitespace run begins (taken whole after it)
+_CLAUSE_HEAD = (  # clause words, or the whitespace before the punctuation each pattern adds
     _RUN_START + r"\s++(?:but|so|because|since|though|although|which|who|when|if|while|unless|"
     r"until|except|as well|too|also|anymore|any more|please|thanks|thank you|"
     r"and (?:I|I'm|my|we|you|it|that|so|also|please|then)|or (?:I|my|we|you|so))\b.*$"
-    r"|(?:但是|但|因为|所以|而且|可是|不过).*$"
+    r"|(?:但是|但|因为|所以|而且|可是|不过).*$|" + _RUN_START + r"\s*+"
 )
-_CLAUSE = re.compile(
-    _CLAUSE_WORDS + "|" + _RUN_START + r"\s*+[,，。；;:：!！?？(（].*$", re.IGNORECASE | re.DOTALL
-)
-# for list values ("peanuts, shellfish and eggs") commas separate items instead of ending them
-_CLAUSE_LIST = re.compile(
-    _CLAUSE_WORDS + "|" + _RUN_START + r"\s*+[。；;:：!！?？(（].*$", re.IGNORECASE | re.DOTALL
-)
+_CLAUSE = re.compile(_CLAUSE_HEAD + r"[,，。；;:：!！?？(（].*$", re.I | re.S)
+_CLAUSE_LIST = re.compile(_CLAUSE_HEAD + r"[。；;:：!！?？(（].*$", re.I | re.S)  # commas: items
 _SPLIT = re.compile(
     _RUN_START + r"\s*+(?:,\s*(?:and|or)\s+|,|，|、|\band\b|\bor\b|&|\bplus\b|和|以及|及|跟|与)\s*"
 )

@@ -446,14 +446,9 @@ _CONDITION = LazyPattern(
 # characters that may start something to blank: question marks, quotes, CJK text
 _MASK_CHARS = re.compile('[?？"“「『' + CJK_RANGES + "]|(?<!\\w)'")
 _HINTS = (*_HYPOTHETICAL_HINTS, *_CONDITION_HINTS)
-# a question word order at a sentence start: the text's start, a newline or a sentence end
-# and a space, then any non-word characters (spaces, a bullet) and the question words. In one
-# linear scan: a start is tried only where a run of non-word characters begins, the first
-# start in the run is committed to (atomic; a later one reaches the same end of the run), and
-# the run is then taken whole (possessive; the question words begin with a letter). Written as
-# "(?:^|[.!?;:]\s|\n)\s*(?:[-*•]\s*)?\W*…", the same question, it retried every newline of a
-# blank run against every split of the run: cubic, two minutes for 1,000 blank lines (a
-# property test holds the two equal)
+# a question word order at a sentence start (the text's start, a newline, a sentence end and a
+# space), in one linear scan: a start is tried where a run of non-word characters begins, the
+# first one committed to (atomic), the run taken whole (docs/engine.md, "Long runs")
 assert _QUESTION_START.pattern.startswith(r"\W*")
 _QUESTION_AT_START = re.compile(
     r"(?:^|(?<!\W)(?>\W*?(?:\n|[.!?;:]\s)))\W*+" + _QUESTION_START.pattern[3:], re.I
