@@ -204,16 +204,8 @@ class TokenCounter:
         self._sections: dict[str, int] = {}
 
     def count(self, text: str) -> int:
-        if not text:
-            return 0
-        if len(text) >= LONG_WHITESPACE and _long_whitespace(text):
-            return len(_split_in_python(self.encoding, text))
-        try:
-            return len(self.encoding.encode(text, disallowed_special=()))
-        except BaseException as exc:  # a Rust panic is no Exception
-            if not _regex_overflow(exc):
-                raise
-        return len(_split_in_python(self.encoding, text))
+        # encode_ordinary is tiktoken's encode(text, disallowed_special=()), a little faster
+        return len(self.ordinary(text)) if text else 0
 
     def count_many(self, texts: list[str]) -> list[int]:
         # a plain loop: measured faster than encode_ordinary_batch's thread pool here
