@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -294,51 +293,3 @@ def test_summaries_identical_to_encoding_whole() -> None:
             assert a == b
         a, b = fast.shrink(a, budget // 2), whole.shrink(b, budget // 2)
         assert a == b
-
-
-# the date pattern as it was: a run of numerals before 月/日/号 (quadratic in the run)
-_DATE_BEFORE = re.compile(
-    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d|\b\d{4}-\d{2}-\d{2}\b|"
-    r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|[0-9一二三四五六七八九十]+[月日号]"
-)
-DATE_PIECES = [
-    "1",
-    "12",
-    "2024",
-    "-",
-    "三",
-    "十二",
-    "月",
-    "日",
-    "号",
-    "年",
-    " ",
-    "Jan",
-    "Monday",
-    "x",
-    "\x00",
-    "٣",
-]
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(DATE_PIECES), max_size=12).map("".join))
-def test_date_feature_is_the_quadratic_pattern(text: str) -> None:
-    """Whether a sentence holds a date is what the old pattern said (it tried every start in
-    a run of numerals), alone and in the many-sentence scan."""
-    from memdiag.strategies.summarizers import _DATE, _DATE_SCAN
-
-    expected = _DATE_BEFORE.search(text) is not None
-    assert (_DATE.search(text) is not None) == expected
-    assert (_DATE_SCAN.search(text) is not None) == expected
-
-
-def test_a_million_digits_are_scored(summarizer: ExtractiveSummarizer) -> None:
-    """A tool output of a million digits is scored, its date found (the old date pattern took
-    hours on it)."""
-    from tests.helpers import watchdog
-
-    with watchdog(60, "scoring a million digits"):
-        scores = summarizer.score_many([("user", "my log: " + "7" * 1_000_000 + " 3月 end")])
-    # first person 2 + number 1 + date 1 + user 1
-    assert scores == [summarizer.score("user", "my log: 7 3月 end")] == [5]
