@@ -27,10 +27,11 @@ def fast(code):
     mark(f"os._exit {code}")
     real_exit(code)
 os._exit = fast
+ended = threading.Event()
 if sys.argv[1] == "--thread":
     sys.argv.pop(1)
-    def late():
-        time.sleep(1.5)  # past the end of the run
+    def late():  # alive until main() has returned or raised, however long the run takes
+        ended.wait(120)
         mark("thread finished")
     threading.Thread(target=late).start()
 if sys.argv[1] == "--pools":  # the model's libraries, imported as a diagnose imports them
@@ -43,7 +44,10 @@ if sys.argv[1] == "--numpy-first":  # imported before memdiag could watch it
     import numpy
 from memdiag.cli import main
 sys.argv[0] = "memdiag"
-main()
+try:
+    main()  # os._exit ends the process in here: the thread then never finishes
+finally:
+    ended.set()
 """
 
 
