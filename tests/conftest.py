@@ -1,4 +1,6 @@
-"""Test isolation: no test touches the real HOME or user caches; Chroma telemetry is off."""
+"""Test isolation: no test touches the real HOME or user caches; Chroma telemetry is off.
+Property tests have no deadline: they assert results, never timing (benchmarks/ measures
+time), so a slower machine than this one, CI's, cannot fail them."""
 
 from __future__ import annotations
 
@@ -6,6 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("memdiag", deadline=None)
+settings.load_profile("memdiag")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
