@@ -433,6 +433,60 @@ def test_only_the_most_recent_messages_are_embedded(model_dir: Path) -> None:
     assert r.candidates[0].id == "u6"
 
 
+def test_the_sentence_bound_takes_whole_messages_newest_first() -> None:
+    """dense_max_sentences: newest first, a message whose new distinct sentences do not fit is
+    left out and an older one that fits is still taken; a sentence said again costs nothing."""
+    from memdiag.ranking.dense import _judged_units
+
+    contents = [
+        "Alpha is here. Beta is there.",  # {alpha, beta}: beta is new, and fits
+        "Gamma runs fast. Delta runs slow. Epsilon sleeps.",  # three new: 1 + 3 > 3
+        "Alpha is here.",  # the newest: one new sentence
+    ]
+    units, left_out = _judged_units(contents, str, False, 3)
+    assert left_out == 1
+    assert [(pos, text) for pos, text, _ in units] == [
+        (0, "Alpha is here."),
+        (0, "Beta is there."),
+        (2, "Alpha is here."),
+    ]
+    every, none_out = _judged_units(contents, str, False, None)
+    assert none_out == 0 and [pos for pos, _, _ in every] == [0, 0, 1, 1, 1, 2]
+    assert _judged_units(contents, str, False, 5) == (every, 0)  # five distinct: all fit
+
+
+def test_a_tool_output_past_the_sentence_bound_is_ranked_by_its_words(model_dir: Path) -> None:
+    """A long tool output at the end (a log of 60 distinct lines) with a bound of 30 sentences:
+    it is left out of the model's work, the user's paraphrase before it is still embedded and
+    ranked first, and the note says how many messages were ranked by their words only."""
+    from memdiag.diagnosis.evidence import semantic_note
+
+    log = " ".join(f"Step {k} of the build finished in {k + 3} seconds." for k in range(60))
+    raw = [
+        RawMessage("user", "I packed up everything and moved to Denver last month.", id="u1"),
+        RawMessage("assistant", "Welcome to Denver! How can I help?", id="a1"),
+        RawMessage("user", "Please run the build for my project.", id="u2"),
+        RawMessage("tool", log, id="t1"),
+    ]
+    t = build(raw, path="t.jsonl", format="canonical")
+    fact = "The user relocated to a new city recently."
+    bounded, _ = evidence_index(t, cache=False, params=Params(dense_max_sentences=30))
+    (r,) = bounded.rank([(fact, None)])
+    assert bounded.stats.dense_left_out == 1 and bounded.stats.dense_from == 0
+    assert bounded.stats.sentences <= 30
+    assert r.candidates[0].id == "u1" and "semantic" in r.candidates[0].scores
+    assert all("semantic" not in c.scores for c in r.candidates if c.id == "t1")
+    note = semantic_note(bounded.stats, bounded.params, cached=False)
+    assert note.endswith(
+        "; 1 more by their words only (past the 30 sentences the model compares, newest first)"
+    )
+    whole, _ = evidence_index(t, cache=False)
+    (w,) = whole.rank([(fact, None)])
+    assert whole.stats.dense_left_out == 0 and whole.stats.sentences > 60
+    assert any("semantic" in c.scores for c in w.candidates if c.id == "t1")
+    assert "more by their words only" not in semantic_note(whole.stats, whole.params, False)
+
+
 # --- a question states nothing ---------------------------------------------------------------
 
 ASKED = [

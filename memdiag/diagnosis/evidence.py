@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from memdiag.diagnosis.verdicts import Failure
 from memdiag.facts import Evidence
-from memdiag.ranking import Candidate, Ranking, evidence_index
+from memdiag.ranking import Candidate, IndexStats, Params, Ranking, evidence_index
 from memdiag.replay import EVIDENCE_ROLES, ReplayContext
 
 TOP = 5  # candidates reported per fact
@@ -55,18 +55,26 @@ def rank_failures(
     finally:
         if index.cache is not None:
             index.cache.close()
-    s = index.stats
     if index.embedder is not None:
-        # how many came from the embedding cache is left out: it differs between two runs of
-        # the same command, and JSON output does not (docs/reference.md#json-output)
-        note = f"{s.sentences} sentences of every speaker compared" + (
-            "" if index.cache is not None else " (cache off)"
-        )
-        if s.dense_from:
-            note += f"; the {s.dense_from} oldest messages by their words only"
+        note = semantic_note(index.stats, index.params, index.cache is not None)
     for (k, _, _), r in zip(wanted, ranked, strict=True):
         out[k] = r
     return out, note
+
+
+def semantic_note(s: IndexStats, params: Params, cached: bool) -> str:
+    """What the semantic ranker compared (``details.semantic_search``). How many came from the
+    embedding cache is left out: it differs between two runs of the same command, and JSON
+    output does not (docs/reference.md#json-output)."""
+    note = f"{s.sentences} sentences of every speaker compared" + ("" if cached else " (cache off)")
+    if s.dense_from:
+        note += f"; the {s.dense_from} oldest messages by their words only"
+    if s.dense_left_out:
+        note += (
+            f"; {s.dense_left_out} more by their words only (past the "
+            f"{params.dense_max_sentences:,} sentences the model compares, newest first)"
+        )
+    return note
 
 
 def search_evidence(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,7 @@ MAX_CHARS = 2000  # MiniLM reads 256 word pieces; longer sentences are cut to ab
 class DenseStats:
     sentences: int = 0  # distinct sentences compared
     embedded: int = 0  # of which embedded in this run (the rest came from the cache)
+    left_out: int = 0  # messages not compared: their sentences did not fit ``max_sentences``
 
 
 def name_stripper(names: Iterable[str]) -> Callable[[str], str]:
@@ -76,22 +77,33 @@ def strip_subject(fact: str) -> str:
     return fact[m.end() :]
 
 
-def units(contents: Iterable[str], strip: Callable[[str], str] = str) -> Iterator[tuple[int, str]]:
-    """(message position, sentence) pairs: each message's sentences, CJK text left out."""
-    for pos, content in enumerate(contents):
-        for s in split_sentences(content):
-            if not has_cjk(s):
-                yield pos, strip(s[:MAX_CHARS])
-
-
 def _judged_units(
-    contents: Iterable[str], strip: Callable[[str], str], judge: bool
-) -> Iterator[tuple[int, str, bool]]:
-    """``units`` with whether each sentence states something (always True unless ``judge``)."""
-    for pos, content in enumerate(contents):
-        for s in split_sentences(content):
-            if not has_cjk(s):
-                yield pos, strip(s[:MAX_CHARS]), (not judge) or states_something(s)
+    contents: Sequence[str], strip: Callable[[str], str], judge: bool, max_sentences: int | None
+) -> tuple[list[tuple[int, str, bool]], int]:
+    """(message position, sentence, whether it states something: always True unless
+    ``judge``) of each message's sentences, CJK text left out; and how many messages were
+    left out for ``max_sentences`` (None: no bound). Newest first, a message is taken whole
+    while its new distinct sentences still fit; one that does not fit is left out, and an
+    older, shorter one may still be taken."""
+    split: list[tuple[int, list[str], list[str]]] = []  # newest first
+    distinct: set[str] = set()
+    left_out = 0
+    for pos in range(len(contents) - 1, -1, -1):
+        raw = [s for s in split_sentences(contents[pos]) if not has_cjk(s)]
+        stripped = [strip(s[:MAX_CHARS]) for s in raw]
+        if max_sentences is not None:
+            new = {t for t in stripped if t not in distinct}
+            if len(distinct) + len(new) > max_sentences:
+                left_out += 1
+                continue
+            distinct |= new
+        split.append((pos, raw, stripped))
+    units = [
+        (pos, text, (not judge) or states_something(s))
+        for pos, raw, stripped in reversed(split)
+        for s, text in zip(raw, stripped, strict=True)
+    ]
+    return units, left_out
 
 
 def _unit_vectors(m: np.ndarray) -> np.ndarray:
@@ -137,6 +149,7 @@ def dense_scores(
     batch: int = BATCH,
     names: Iterable[str] = (),
     stated: np.ndarray | None = None,
+    max_sentences: int | None = None,
 ) -> tuple[np.ndarray, DenseStats]:
     """Best sentence cosine of each fact with each message: a facts × messages matrix.
 
@@ -147,6 +160,10 @@ def dense_scores(
     ``stated``, a facts × messages matrix of -1 when given, receives the best cosine over the
     sentences that state something: a question ("Can I pick seats when I check in?") may rank
     a message, but it states no fact (``memdiag.text.states_something``).
+
+    ``max_sentences`` bounds the model's work: the distinct sentences compared, newest
+    messages first, each message whole or not at all (``DenseStats.left_out``: how many were
+    not); each message is split once.
     """
     import numpy as np
 
@@ -158,7 +175,8 @@ def dense_scores(
     strip = name_stripper(names)
     fact_texts = [strip_subject(strip(facts[i])) for i in english]
     fact_vecs: np.ndarray | None = None  # embedded with the first batch: one model call fewer
-    counts = Counter(s for _, s in units(contents, strip))
+    judged, stats.left_out = _judged_units(contents, strip, stated is not None, max_sentences)
+    counts = Counter(s for _, s, _ in judged)
     stats.sentences = len(counts)
     kept: dict[str, np.ndarray] = {}  # cosines of sentences said more than once
     rows = out[english] if len(english) < len(facts) else out
@@ -192,7 +210,7 @@ def dense_scores(
             take(pos, col, states)
         pending.clear()
 
-    for unit in _judged_units(contents, strip, stated is not None):
+    for unit in judged:
         pending.append(unit)
         if len(pending) >= batch:
             flush()

@@ -62,6 +62,10 @@ class Params:
     semantic_full_terms: int = 0
     dense_depth: int = 100  # messages per fact taken from the dense ranking
     dense_max_messages: int = 20_000  # the most recent messages that are embedded
+    # and of their distinct sentences at most this many, newest messages first, each message
+    # whole or not at all: the model work 20,000 chat messages give (2-3 sentences each),
+    # minutes of CPU cold, not hours for tool outputs of thousands of lines each
+    dense_max_sentences: int = 50_000
     strip_names: bool = True  # participants' names left out of what is embedded
     # never_stated: no candidate in the top ``judged`` reaches a threshold
     judged: int = 3
@@ -107,6 +111,7 @@ class IndexStats:
     sentences: int = 0  # distinct sentences compared by the dense ranker
     embedded: int = 0  # of which embedded in this run (the rest came from the cache)
     dense_from: int = 0  # messages before this position were not embedded (too many)
+    dense_left_out: int = 0  # messages after it not embedded: past dense_max_sentences
 
 
 class EvidenceIndex:
@@ -170,8 +175,9 @@ class EvidenceIndex:
 
             from memdiag.ranking.dense import dense_scores
 
-            # only the most recent messages are embedded: a cold run over a huge transcript
-            # would otherwise take minutes; older ones are found by the lexical ranker alone
+            # only the most recent messages are embedded (dense_max_messages, and of those as
+            # many as dense_max_sentences take): a cold run over a huge transcript would
+            # otherwise take hours; the others are found by their words alone
             end = max(limits)
             start = max(0, end - p.dense_max_messages)
             said_part = np.full((len(queries), end - start), -1.0, dtype=np.float32)
@@ -182,6 +188,7 @@ class EvidenceIndex:
                 self.cache,
                 names=self.names if p.strip_names else (),
                 stated=said_part,
+                max_sentences=p.dense_max_sentences,
             )
             dense = np.full((len(queries), len(self.messages)), -1.0, dtype=np.float32)
             dense[:, start:end] = part
@@ -190,6 +197,7 @@ class EvidenceIndex:
             self.stats.sentences = dstats.sentences
             self.stats.embedded = dstats.embedded
             self.stats.dense_from = start
+            self.stats.dense_left_out = dstats.left_out
         out = []
         for qi, (fact, limit) in enumerate(zip((f for f, _ in queries), limits, strict=True)):
             row = dense[qi, :limit] if dense is not None else None
