@@ -129,6 +129,35 @@ def _joined(texts: list[str]) -> tuple[str, list[int]]:
     return _SEP.join(texts), starts
 
 
+def _base(
+    extracted: bool,
+    strong: bool,
+    constraint: bool,
+    first_person: bool,
+    number: bool,
+    date: bool,
+    capitalized: bool,
+) -> int:
+    """A sentence's score before its role's share: the features of ExtractiveSummarizer."""
+    return (
+        (4 + (3 if strong else 0) if extracted else 0)
+        + (3 if constraint else 0)
+        + (2 if first_person else 0)
+        + number
+        + date
+        + capitalized
+    )
+
+
+def _for_role(role: str, base: int) -> int:
+    """The role's share: a user's sentence that scores +1; a tool's -2 (never below 0)."""
+    if base and role == "user":
+        return base + 1
+    if role == "tool":
+        return max(0, base - 2)  # raw tool output is rarely what a user asks about later
+    return base
+
+
 class ExtractiveSummarizer:
     """Keeps the highest-scoring sentences, in chronological order, within the budget.
 
@@ -152,6 +181,7 @@ class ExtractiveSummarizer:
         # may share between the replays of a run; every sentence of the run, a few MB for 100k
         # sentences), and its (score, estimated tokens) in ``_lines``.
         self.scores: dict[str, int] = {}
+        self._known: dict[str, int] = {}  # each sentence's score before its role's share
         self._lines: dict[str, tuple[int, int]] = {}
         self._roles: dict[str, int] = {}
         # exact counts of summary lines with their newline, and alone (only of the lines that
@@ -172,33 +202,47 @@ class ExtractiveSummarizer:
             return 0
         found = self.extractor.extract(sentence)
         has_number = _NUMBER.search(sentence) is not None
-        return self._total(
+        return _for_role(
             role,
-            bool(found),
-            any(e.strong for e in found),
-            _CONSTRAINT.search(sentence.casefold()) is not None,
-            _FIRST_PERSON.search(sentence) is not None,
-            has_number,
-            # every date form needs a digit, a weekday ("…day") or 月/日/号: skip the slow regex
-            (has_number or "day" in sentence or _DATE_HINT.search(sentence) is not None)
-            and _DATE.search(sentence) is not None,
-            _CAPITALIZED.search(sentence) is not None,
+            _base(
+                bool(found),
+                any(e.strong for e in found),
+                _CONSTRAINT.search(sentence.casefold()) is not None,
+                _FIRST_PERSON.search(sentence) is not None,
+                has_number,
+                # every date form needs a digit, a weekday ("…day") or 月/日/号: skip the slow
+                # regex
+                (has_number or "day" in sentence or _DATE_HINT.search(sentence) is not None)
+                and _DATE.search(sentence) is not None,
+                _CAPITALIZED.search(sentence) is not None,
+            ),
         )
 
     def score_many(self, items: Sequence[tuple[str, str]]) -> list[int]:
-        """``score`` of every (role, sentence), with one scan per pattern over all of them."""
-        scores = [0] * len(items)
-        worth: list[int] = []  # long enough to score
-        for n, (role, sentence) in enumerate(items):
-            if _SEP in sentence:
-                scores[n] = self.score(role, sentence)
-            elif len(sentence.split()) >= MIN_WORDS or (
-                not sentence.isascii() and len(CJK.findall(sentence)) >= MIN_CJK_CHARS
-            ):
-                worth.append(n)
+        """``score`` of every (role, sentence). What a sentence holds is the same whoever
+        said it, so each sentence is read once per run (``_bases``, one scan per pattern over
+        all the new ones) and only the role's share is added per item."""
+        known = self._known
+        new = {s: None for _, s in items if s not in known and _SEP not in s}
+        if new:
+            known.update(zip(new, self._bases(list(new)), strict=True))
+        return [
+            self.score(role, sentence) if _SEP in sentence else _for_role(role, known[sentence])
+            for role, sentence in items
+        ]
+
+    def _bases(self, sentences: list[str]) -> list[int]:
+        """The score of each sentence before its role's share (0: too short to keep)."""
+        bases = [0] * len(sentences)
+        worth = [  # long enough to score
+            n
+            for n, sentence in enumerate(sentences)
+            if len(sentence.split()) >= MIN_WORDS
+            or (not sentence.isascii() and len(CJK.findall(sentence)) >= MIN_CJK_CHARS)
+        ]
         if not worth:
-            return scores
-        texts = [items[n][1] for n in worth]
+            return bases
+        texts = [sentences[n] for n in worth]
         joined, starts = _joined(texts)
         folded, folded_starts = _joined([t.casefold() for t in texts])
         first_person = _hits(_FIRST_PERSON_SCAN, joined, starts)
@@ -209,8 +253,7 @@ class ExtractiveSummarizer:
         extracted = self.extractor.extract_many(texts)
         for k, n in enumerate(worth):
             found = extracted[k]
-            scores[n] = self._total(
-                items[n][0],
+            bases[n] = _base(
                 bool(found),
                 any(e.strong for e in found),
                 constraint[k] == 1,
@@ -219,32 +262,7 @@ class ExtractiveSummarizer:
                 date[k] == 1,
                 capitalized[k] == 1,
             )
-        return scores
-
-    @staticmethod
-    def _total(
-        role: str,
-        extracted: bool,
-        strong: bool,
-        constraint: bool,
-        first_person: bool,
-        number: bool,
-        date: bool,
-        capitalized: bool,
-    ) -> int:
-        score = (
-            (4 + (3 if strong else 0) if extracted else 0)
-            + (3 if constraint else 0)
-            + (2 if first_person else 0)
-            + number
-            + date
-            + capitalized
-        )
-        if score and role == "user":
-            score += 1
-        if role == "tool":
-            score = max(0, score - 2)  # raw tool output is rarely what a user asks about later
-        return score
+        return bases
 
     def _measure(self, role: str, text: str, key: str, per_char: float | None) -> tuple[int, int]:
         """(score, estimated tokens) of a line ``_lines`` does not hold, kept there."""
