@@ -634,3 +634,24 @@ def test_normalize_turns_each_run_of_non_word_characters_into_one_space(text) ->
 
     two_steps = re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", fold(text))).strip()
     assert normalize(text) == two_steps
+
+
+def test_progress_counts_every_distinct_text_embedded_or_cached(
+    model_dir: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("MEMDIAG_CACHE_DIR", str(tmp_path / "cache"))
+    t = load(DANA)
+    facts = [(f, None) for f in GOLD]
+    for run in ("cold", "warm"):
+        seen: list[tuple[int, int]] = []
+        index, _ = evidence_index(t)
+        index.rank(facts, progress=lambda done, total, seen=seen: seen.append((done, total)))
+        assert index.cache is not None
+        index.cache.close()
+        totals = {total for _, total in seen}
+        # one total: the facts and the distinct sentences, whether embedded or found in the cache
+        assert totals == {len(GOLD) + index.stats.sentences}, run
+        done = [d for d, _ in seen]
+        assert done == sorted(done) and done[-1] == len(GOLD) + index.stats.sentences, run
+        if run == "warm":  # all from the cache: reported at once, not per model batch
+            assert index.stats.embedded == 0 and len(seen) <= 2

@@ -43,6 +43,7 @@ from memdiag.cli.runtime import (
     narrate,
     output_target,
     progress,
+    progress_stages,
     quiet_mode,
     run_state,
     stderr,
@@ -270,7 +271,8 @@ def diagnose(
             failures = failures_from(t, fact or (), at)
         with (
             LongTermStores.from_settings(settings) as opened,
-            progress("diagnosing", min_total=2) as tick,
+            # a cold run embeds the transcript's sentences before the first fact is diagnosed
+            progress_stages(("embedding sentences", 500), ("diagnosing", 2)) as (embed, tick),
         ):
             # a trace's own windows are the truth unless a simulated strategy is asked for
             observed = window.strategy in (None, "observed")
@@ -285,6 +287,7 @@ def diagnose(
                 cache=not no_cache,
                 memory_files=files,
                 keep=kept if html is not None else None,
+                embedding=embed,
             )
             store_problems(opened.chroma)
             store_problems(opened.memory)

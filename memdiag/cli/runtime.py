@@ -115,8 +115,19 @@ def quiet_mode(quiet: bool) -> None:
 def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] | None]:
     """A (done, total) progress bar on stderr, shown once a run has ``min_total`` steps, on a
     terminal only (None otherwise)."""
+    with progress_stages((label, min_total)) as (tick,):
+        yield tick
+
+
+@contextmanager
+def progress_stages(
+    *stages: tuple[str, int],
+) -> Iterator[tuple[Callable[[int, int], None] | None, ...]]:
+    """One (done, total) bar per (label, min_total) stage, run one after another: a stage's bar
+    shows once its total reaches ``min_total`` and goes when it is done. On stderr, on a
+    terminal only (each tick None otherwise)."""
     if run_state["quiet"] or not sys.stderr.isatty():
-        yield None
+        yield tuple(None for _ in stages)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
@@ -130,14 +141,25 @@ def progress(label: str, min_total: int) -> Iterator[Callable[[int, int], None] 
         # redrawn by tick() only: no refresh thread, so `check --jobs` may fork its workers
         auto_refresh=False,
     ) as bar:
-        task = bar.add_task(label, total=None, visible=False)
 
-        def tick(done: int, total: int) -> None:
-            # a few hundred redraws at most, however long the run
-            if total >= min_total and (done % max(1, total // 200) == 0 or done == total):
-                bar.update(task, completed=done, total=total, visible=True, refresh=True)
+        def ticker(label: str, min_total: int, last: bool) -> Callable[[int, int], None]:
+            task = bar.add_task(label, total=None, visible=False)
+            drawn = -1
 
-        yield tick
+            def tick(done: int, total: int) -> None:
+                nonlocal drawn
+                # a few hundred redraws at most, however long the run and whatever the steps
+                if total >= min_total and (done - drawn >= max(1, total // 200) or done == total):
+                    drawn = done
+                    shown = done < total or last  # a finished stage makes way for the next
+                    bar.update(task, completed=done, total=total, visible=shown, refresh=True)
+
+            return tick
+
+        yield tuple(
+            ticker(label, min_total, k == len(stages) - 1)
+            for k, (label, min_total) in enumerate(stages)
+        )
 
 
 @contextmanager

@@ -122,6 +122,7 @@ def diagnose(
     cache: bool = True,
     memory_files: Sequence[MemoryFile] = (),
     keep: list[ReplayContext] | None = None,
+    embedding: Callable[[int, int], None] | None = None,
 ) -> list[Diagnosis]:
     """Diagnose each failure; the transcript is counted once, and its evidence ranked once, for
     all of them.
@@ -133,7 +134,8 @@ def diagnose(
     user cache dir. ``memory_files``: the agent's instruction files (CLAUDE.md, AGENTS.md), the
     procedural layer injected whole at every session start: a fact they state is delivered.
     ``keep``: the run's replay context is appended to it (the --html report replays from it
-    instead of counting the transcript again).
+    instead of counting the transcript again). ``embedding(done, total)``: the texts the
+    evidence ranking's model has embedded (or found in the cache), before the first failure.
     """
     memory_text, memory_tokens = stores.profile_section(settings) if stores else NO_MEMORY
     if memory_files:
@@ -148,7 +150,7 @@ def diagnose(
     simulated = settings.strategy not in ("all", "observed")
     strategy = settings.strategy if simulated else "sliding_window"
     observed = observed and bool(transcript.windows)
-    rankings, note = rank_failures(rctx, failures, cache=cache)
+    rankings, note = rank_failures(rctx, failures, cache=cache, progress=embedding)
     facts = tuple(dict.fromkeys(f.fact for f in failures))  # each message read once for all
     at_turn: dict[int, list[str]] = {}  # the facts of each failure turn: one replay of it
     for f in failures:

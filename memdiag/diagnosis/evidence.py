@@ -14,7 +14,7 @@ All facts of one ``diagnose`` are ranked in one pass: every message is embedded 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from memdiag.diagnosis.verdicts import Failure
@@ -36,10 +36,15 @@ class EvidenceSearch:
 
 
 def rank_failures(
-    rctx: ReplayContext, failures: Sequence[Failure], *, cache: bool = True
+    rctx: ReplayContext,
+    failures: Sequence[Failure],
+    *,
+    cache: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Ranking | None], str | None]:
     """One ranking per failure (None where a probe names its evidence), in one pass, and what
-    the semantic ranker did (or why it did not run)."""
+    the semantic ranker did (or why it did not run); ``progress(done, total)``: the texts the
+    model has embedded so far (``EvidenceIndex.rank``)."""
     t = rctx.transcript
     wanted = [
         (k, f.fact, t.turn(f.at_turn).user_index + 1)
@@ -51,7 +56,7 @@ def rank_failures(
         return out, None
     index, note = evidence_index(t, cache=cache, roles=EVIDENCE_ROLES, folded=rctx.folded())
     try:
-        ranked = index.rank([(fact, before) for _, fact, before in wanted], top=TOP)
+        ranked = index.rank([(fact, before) for _, fact, before in wanted], TOP, progress)
     finally:
         if index.cache is not None:
             index.cache.close()

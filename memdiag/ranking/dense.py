@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from memdiag.ranking.cache import EmbeddingCache
 from memdiag.text import has_cjk, split_sentences, states_something
@@ -24,7 +24,15 @@ from memdiag.text import has_cjk, split_sentences, states_something
 if TYPE_CHECKING:
     import numpy as np
 
-Embedder = Callable[[Sequence[str]], "np.ndarray"]
+
+class Embedder(Protocol):
+    """Texts → unit vectors; ``progress(n)``: n more texts embedded (``minilm.MiniLM``)."""
+
+    def __call__(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray: ...
+
+
 # sentences per model call: the model pads each of its batches to their longest text, so the
 # more sentences it sorts at once, the less padding (256 cost about 15% more CPU on the LoCoMo dev
 # conversation); 2,048 × facts cosines are a few MB
@@ -106,6 +114,18 @@ def _judged_units(
     return units, left_out
 
 
+def _counter(progress: Callable[[int, int], None], total: int) -> Callable[[int], None]:
+    """``progress(done, total)`` from counts of texts done, one call at a time."""
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(done, total)
+
+    return advance
+
+
 def _unit_vectors(m: np.ndarray) -> np.ndarray:
     import numpy as np
 
@@ -119,15 +139,20 @@ def embed_cached(
     cache: EmbeddingCache | None,
     stats: DenseStats,
     uncounted: int = 0,
+    progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Unit vectors of ``texts``: from the cache where it has them, embedded (and stored) else.
 
-    ``stats.embedded`` counts the texts embedded but the first ``uncounted`` (the facts)."""
+    ``stats.embedded`` counts the texts embedded but the first ``uncounted`` (the facts);
+    ``progress(n)``: n more texts done (those from the cache at once, the others as the model
+    embeds them)."""
     import numpy as np
 
     cached = cache.get(texts) if cache is not None else [None] * len(texts)
     missing = [i for i, v in enumerate(cached) if v is None]
-    fresh = _unit_vectors(embedder([texts[i] for i in missing])) if missing else None
+    if progress is not None and len(missing) < len(texts):
+        progress(len(texts) - len(missing))
+    fresh = _unit_vectors(embedder([texts[i] for i in missing], progress)) if missing else None
     if fresh is not None and cache is not None:
         cache.put([texts[i] for i in missing], fresh)
     stats.embedded += sum(1 for i in missing if i >= uncounted)
@@ -150,6 +175,7 @@ def dense_scores(
     names: Iterable[str] = (),
     stated: np.ndarray | None = None,
     max_sentences: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, DenseStats]:
     """Best sentence cosine of each fact with each message: a facts × messages matrix.
 
@@ -163,7 +189,8 @@ def dense_scores(
 
     ``max_sentences`` bounds the model's work: the distinct sentences compared, newest
     messages first, each message whole or not at all (``DenseStats.left_out``: how many were
-    not); each message is split once.
+    not); each message is split once. ``progress(done, total)``: the distinct texts (facts and
+    sentences) embedded or found in the cache so far, of all of them.
     """
     import numpy as np
 
@@ -182,6 +209,7 @@ def dense_scores(
     rows = out[english] if len(english) < len(facts) else out
     said = stated if stated is None or len(english) == len(facts) else stated[english]
     pending: list[tuple[int, str, bool]] = []
+    advance = _counter(progress, len(fact_texts) + len(counts)) if progress is not None else None
 
     def take(pos: int, col: np.ndarray, states: bool) -> None:
         np.maximum(rows[:, pos], col, out=rows[:, pos])
@@ -193,11 +221,13 @@ def dense_scores(
         texts = list(dict.fromkeys(s for _, s, _ in pending if s not in kept))
         sims = None
         if fact_vecs is None:  # the first batch: the facts are embedded with it
-            both = embed_cached([*fact_texts, *texts], embedder, cache, stats, len(fact_texts))
+            both = embed_cached(
+                [*fact_texts, *texts], embedder, cache, stats, len(fact_texts), advance
+            )
             fact_vecs = both[: len(fact_texts)]
             sims = fact_vecs @ both[len(fact_texts) :].T
         elif texts:
-            sims = fact_vecs @ embed_cached(texts, embedder, cache, stats).T
+            sims = fact_vecs @ embed_cached(texts, embedder, cache, stats, 0, advance).T
         col_of = {t: k for k, t in enumerate(texts)}
         for pos, s, states in pending:
             if s in kept:

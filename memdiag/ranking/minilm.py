@@ -62,7 +62,11 @@ class MiniLM:
         # the cache key names the model by its file, so another export never mixes vectors
         self.name = f"{MODEL_NAME}-{size}"
 
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+    def __call__(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """``progress(n)``: n more texts embedded, called after each model call of ``BATCH``
+        (from the thread that ran it, one call at a time)."""
         import numpy as np
 
         tok, session = _load(self.model_dir)
@@ -74,6 +78,7 @@ class MiniLM:
         encoded = [tok.encode(t).ids for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
+        reported = threading.Lock()
 
         def run(rows: list[int]) -> None:
             width = max(len(encoded[i]) for i in rows)
@@ -91,6 +96,9 @@ class MiniLM:
             pooled = (hidden * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             out[rows] = pooled  # rows of different batches never overlap
+            if progress is not None:
+                with reported:
+                    progress(len(rows))
 
         _in_parallel(run, batches)
         return out

@@ -158,10 +158,16 @@ class EvidenceIndex:
             self._said[pos] = text_intervals(self.messages[pos].content, self.when[pos])
         return self._said[pos]
 
-    def rank(self, queries: Sequence[tuple[str, int | None]], top: int = 5) -> list[Ranking]:
+    def rank(
+        self,
+        queries: Sequence[tuple[str, int | None]],
+        top: int = 5,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[Ranking]:
         """Rank evidence for each (fact, before): messages with index < before (None: all).
 
-        The dense ranker, when there is an embedder, embeds every message once for all facts.
+        The dense ranker, when there is an embedder, embeds every message once for all facts;
+        ``progress(done, total)`` counts the distinct texts it embeds (or finds in the cache).
         """
         p = self.params
         dense: np.ndarray | None = None
@@ -189,6 +195,7 @@ class EvidenceIndex:
                 names=self.names if p.strip_names else (),
                 stated=said_part,
                 max_sentences=p.dense_max_sentences,
+                progress=progress,
             )
             dense = np.full((len(queries), len(self.messages)), -1.0, dtype=np.float32)
             dense[:, start:end] = part
