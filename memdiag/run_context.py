@@ -62,10 +62,11 @@ class ReplayContext:
         default_factory=dict, repr=False
     )
     _statements: dict[str, str] = field(default_factory=dict, repr=False)  # text -> statement
-    # (strategy, turn, budget) -> a diagnosis's replay of that turn's session, and the facts
-    # it tracked: fact -> (its place in the replay's facts, the evidence it was tracked with)
+    # (strategy, turn, budget) -> a diagnosis's replays of that turn's session, each with the
+    # facts it tracked: fact -> (its place in the replay's facts, the evidence it was tracked
+    # with); the first tracks the facts of every failure at the turn (diagnosis.short_term)
     session_replays: dict[
-        tuple[str, int, int], tuple[StrategyReplay, dict[str, tuple[int, tuple[int, ...]]]]
+        tuple[str, int, int], list[tuple[StrategyReplay, dict[str, tuple[int, tuple[int, ...]]]]]
     ] = field(default_factory=dict, repr=False)
     # facts asked together -> text -> which of them its statement states
     _stating: dict[tuple[str, ...], dict[str, frozenset[str]]] = field(

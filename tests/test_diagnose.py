@@ -313,6 +313,43 @@ def test_many_facts_at_one_turn_are_each_diagnosed_as_alone(path, strategy, tmp_
     assert len({d["verdict"] for d in together}) > 1  # facts of different fates
 
 
+def test_the_what_ifs_of_one_turn_share_their_replays(tmp_path, monkeypatch):
+    """The failures at one turn replay each strategy at the run's budget, and the sliding
+    window under the budget that fits everything, once for all of them (the what-ifs of each
+    lost fact read their survival off those replays); only a fact's own budget search is its
+    own."""
+    import memdiag.diagnosis.short_term as st_mod
+
+    monkeypatch.setenv("MEMDIAG_ONNX_MODEL_DIR", str(tmp_path / "no-model"))
+    t = load(DEMO)
+    settings = Settings(budget=300)
+    calls: list[tuple[str, int, tuple[str, ...]]] = []
+    real = st_mod.replay
+
+    def counted(rctx, strategy, facts, **kw):  # type: ignore[no-untyped-def]
+        calls.append((strategy, rctx.budget, tuple(facts)))
+        return real(rctx, strategy, facts, **kw)
+
+    monkeypatch.setattr(st_mod, "replay", counted)
+    # ("I live in Berlin" is lost there too, but its evidence is found apart from its words
+    # after the turn's replay was made: it is replayed with that evidence, as it should be)
+    facts = ["allergic to peanuts", "prefer window seats", "vegetarian"]
+    out = diagnose(t, settings, [Failure(f, 8) for f in facts])
+    lost = [d for d in out if d.details.short_term and d.details.short_term.what_if]
+    assert len(lost) == 2  # two what-ifs to share (the third fact was never stated)
+    fits = st_mod.fits_everything(prepare(t, settings))
+    batched = sorted((c[0], c[1]) for c in calls if set(c[2]) == set(facts))
+    assert batched == [
+        ("scratchpad", 300),
+        ("sliding_window", 300),
+        ("sliding_window", fits),
+        ("summary", 300),
+    ]
+    # no fact is replayed twice under the same strategy and budget
+    tracked = [(strategy, budget, f) for strategy, budget, facts in calls for f in facts]
+    assert len(tracked) == len(set(tracked))
+
+
 def _judged(d):  # type: ignore[no-untyped-def]
     """A diagnosis as JSON, but for the note that counts the sentences the whole run's
     evidence search compared (more, for a run whose facts reach later turns)."""

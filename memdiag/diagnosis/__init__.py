@@ -240,7 +240,7 @@ def diagnose_one(
     same_session = [e for e in decisive if e.session == turn.session]
     if same_session and request is not None:
         indices = [e.index for e in same_session]
-        outcome, seen = decide_observed_short_term(rctx, failure, indices, request, what_if)
+        outcome, seen = decide_observed_short_term(rctx, failure, indices, request, what_if, batch)
         details = Details(probe, search.semantic_search, observed=seen)
     elif same_session:
         outcome, short = decide_short_term(rctx, strategy, failure, what_if, batch)

@@ -142,8 +142,10 @@ def decide_observed_short_term(
     evidence: Sequence[int],
     request: WindowEvent,
     what_if: bool,
+    batch: Sequence[str] = (),
 ) -> tuple[Outcome, ObservedDetails]:
-    """Verdict from the recorded requests of the failure's session (evidence in that session)."""
+    """Verdict from the recorded requests of the failure's session (evidence in that session).
+    ``batch``: the facts of the run's failures at the same turn, whose what-ifs share replays."""
     t = rctx.transcript
     at = set(evidence)
     msgs = t.messages
@@ -241,7 +243,7 @@ def decide_observed_short_term(
         )
         fixes.append(_instruction_file_fix(t.format))
     if what_if:
-        budget, wi = _what_if(rctx, failure, session)
+        budget, wi = _what_if(rctx, failure, session, batch)
         details = replace(details, what_if=wi, what_if_budget=budget)
         fixes += _what_if_fixes(budget, wi)
     verdict = (
@@ -282,7 +284,9 @@ def _instruction_file_fix(fmt: str) -> str:
     )
 
 
-def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, WhatIf]:
+def _what_if(
+    rctx: ReplayContext, failure: Failure, session: str, batch: Sequence[str]
+) -> tuple[int, WhatIf]:
     """The simulated strategies at the agent's own size: --budget, else its largest request
     (whose size is known: an opaque compaction without a size is not), else the model's."""
     from memdiag.strategies import SIMULATED
@@ -295,8 +299,9 @@ def _what_if(rctx: ReplayContext, failure: Failure, session: str) -> tuple[int, 
     ]
     budget = rctx.settings.budget or (max(sizes) if sizes else rctx.budget)
     sized = rctx.with_budget(budget)
-    kept = {name: kept_at(sized, name, failure.fact, failure.at_turn) for name in SIMULATED}
-    return budget, WhatIf(kept, smallest_budget(sized, failure.fact, failure.at_turn))
+    fact, turn = failure.fact, failure.at_turn
+    kept = {name: kept_at(sized, name, fact, turn, None, batch) for name in SIMULATED}
+    return budget, WhatIf(kept, smallest_budget(sized, fact, turn, batch))
 
 
 def _what_if_fixes(budget: int, wi: WhatIf) -> list[str]:

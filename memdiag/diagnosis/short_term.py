@@ -50,7 +50,7 @@ def decide_short_term(
         base,
         lost_at_turn=survival.lost_at_turn,
         mechanism=survival.mechanism,
-        what_if=what_if_short_term(rctx, failure) if what_if else None,
+        what_if=what_if_short_term(rctx, failure, batch) if what_if else None,
     )
     return Outcome(verdict, fixes_short_term(verdict, lost)), lost
 
@@ -59,52 +59,64 @@ def _session_window(
     rctx: ReplayContext, strategy: str, failure: Failure, batch: Sequence[str]
 ) -> tuple[StrategyReplay, FactSurvival]:
     """The replay of the failure turn's session (the evidence is in it: replaying that session
-    alone gives the same window), and the fact's survival in it.
+    alone gives the same window), and the fact's survival in it (``_tracked``)."""
+    return _tracked(rctx, strategy, failure.fact, failure.at_turn, None, batch)
 
-    The first failure at a turn replays the session tracking the facts of ``batch`` too:
-    the window does not depend on the facts tracked, and each fact's survival is its own
-    (a test holds a diagnosis of many facts equal to each diagnosed alone). A later failure
-    there takes its fact's survival from that replay, if its evidence is still the one the
-    replay tracked (a diagnosis may remember more first); else it replays the session alone.
+
+def _tracked(
+    rctx: ReplayContext,
+    strategy: str,
+    fact: str,
+    turn: int,
+    budget: int | None = None,
+    batch: Sequence[str] = (),
+) -> tuple[StrategyReplay, FactSurvival]:
+    """``strategy`` replayed from the start of ``turn``'s session to ``turn`` under ``budget``
+    (None: the run's), and ``fact``'s survival in it.
+
+    The window does not depend on the facts tracked, and each fact's survival is its own (a
+    test holds a diagnosis of many facts equal to each diagnosed alone). So a replay given
+    ``batch`` (the facts of the run's failures at that turn) is kept, and the first of a
+    (strategy, turn, budget) tracks them all: the verdicts and what-ifs of the other failures
+    there take their fact's survival from it, if its evidence is still the one the replay
+    tracked (a diagnosis may remember more first); else the fact is replayed alone, and that
+    replay is kept for it. Replays without ``batch`` (a budget search's) are not kept.
     """
-    key = (strategy, failure.at_turn, rctx.budget)
-    done = rctx.session_replays.get(key)
-    if done is not None:
-        res, tracked = done
-        found = tracked.get(failure.fact)
-        if found is not None and found[1] == rctx.evidence_of(failure.fact):
+    budget = rctx.budget if budget is None else budget
+    kept = rctx.session_replays.get((strategy, turn, budget))
+    for res, tracked in kept or ():
+        found = tracked.get(fact)
+        if found is not None and found[1] == rctx.evidence_of(fact):
             return res, res.facts[found[0]]
-    facts = list(dict.fromkeys((failure.fact, *batch))) if done is None else [failure.fact]
-    res = replay(rctx, strategy, facts, until_turn=failure.at_turn, from_session_of=failure.at_turn)
-    if done is None:
-        rctx.session_replays[key] = (
-            res,
-            {f: (k, rctx.evidence_of(f)) for k, f in enumerate(facts)},
-        )
+    sized = rctx if budget == rctx.budget else rctx.with_budget(budget)
+    facts = [fact] if kept else list(dict.fromkeys((fact, *batch)))
+    res = replay(sized, strategy, facts, until_turn=turn, from_session_of=turn)
+    if batch:
+        tracked = {f: (k, rctx.evidence_of(f)) for k, f in enumerate(facts)}
+        rctx.session_replays.setdefault((strategy, turn, budget), []).append((res, tracked))
     return res, res.facts[0]
 
 
 def kept_at(
-    rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
+    rctx: ReplayContext,
+    strategy: str,
+    fact: str,
+    turn: int,
+    budget: int | None = None,
+    batch: Sequence[str] = (),
 ) -> bool:
-    """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?"""
-    return _kept(_replay_to(rctx, strategy, fact, turn, budget))
+    """Is ``fact`` in the window at ``turn`` under ``strategy`` (optionally another budget)?
+    ``batch``: the facts of the other failures at ``turn``, tracked by the same replay."""
+    return _kept(_tracked(rctx, strategy, fact, turn, budget, batch)[1])
 
 
-def _replay_to(
-    rctx: ReplayContext, strategy: str, fact: str, turn: int, budget: int | None = None
-) -> StrategyReplay:
-    if budget is not None and budget != rctx.budget:
-        rctx = rctx.with_budget(budget)
-    return replay(rctx, strategy, [fact], until_turn=turn, from_session_of=turn)
-
-
-def _kept(res: StrategyReplay) -> bool:
-    s = res.facts[0]
+def _kept(s: FactSurvival) -> bool:
     return s.kept_by is not None and s.lost_at_turn is None
 
 
-def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
+def smallest_budget(
+    rctx: ReplayContext, fact: str, turn: int, batch: Sequence[str] = ()
+) -> int | None:
     """The smallest budget at which the sliding window keeps ``fact`` at ``turn``.
 
     Kept-ness is monotone in the budget for the sliding window (the window is always a suffix of
@@ -114,11 +126,12 @@ def smallest_budget(rctx: ReplayContext, fact: str, turn: int) -> int | None:
     to the newest (``_threshold``; 1 when the newest states it, which is never evicted), and
     replays confirm it. When they do not (the fact also in the injected memories), a binary
     search over the budget finds it, exactly as well.
-    None when no budget keeps it (e.g. max_turns evicts it first).
+    None when no budget keeps it (e.g. max_turns evicts it first). ``batch``: the facts of the
+    other failures at ``turn``, which share the replay under that budget (``_tracked``).
     """
     hi = fits_everything(rctx)
-    whole = _replay_to(rctx, "sliding_window", fact, turn, hi)
-    if not _kept(whole):
+    whole, survival = _tracked(rctx, "sliding_window", fact, turn, hi, batch)
+    if not _kept(survival):
         return None
     guess = _threshold(rctx, whole, fact)
     if (
@@ -178,17 +191,19 @@ def _threshold(rctx: ReplayContext, whole: StrategyReplay, fact: str) -> int | N
     return None
 
 
-def what_if_short_term(rctx: ReplayContext, failure: Failure) -> WhatIf:
-    """Which strategies keep the fact at the same budget, and the smallest sliding budget."""
+def what_if_short_term(rctx: ReplayContext, failure: Failure, batch: Sequence[str] = ()) -> WhatIf:
+    """Which strategies keep the fact at the same budget, and the smallest sliding budget.
+    ``batch``: the facts of the run's failures at the same turn: one replay per strategy
+    tracks them all (``_tracked``)."""
     from memdiag.strategies import SIMULATED
 
     kept = {}
     for name in SIMULATED:  # `observed` is what happened, not a strategy one could pick
         try:
-            kept[name] = kept_at(rctx, name, failure.fact, failure.at_turn)
+            kept[name] = kept_at(rctx, name, failure.fact, failure.at_turn, None, batch)
         except ImportError:  # a strategy module that is not installed
             continue
-    return WhatIf(kept, smallest_budget(rctx, failure.fact, failure.at_turn))
+    return WhatIf(kept, smallest_budget(rctx, failure.fact, failure.at_turn, batch))
 
 
 def conflicts_in_window(rctx: ReplayContext, view: WindowView | None, fact: str) -> list[str]:
