@@ -187,9 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedded: list[str] = []  # what the cold run gave the model, to time the model alone
         model_call = minilm.MiniLM.__call__
 
-        def recording(self: Any, texts: Sequence[str]) -> Any:
+        def recording(self: Any, texts: Sequence[str], progress: Any = None) -> Any:
             embedded.extend(texts)
-            return model_call(self, texts)
+            return model_call(self, texts, progress)
 
         minilm.MiniLM.__call__ = recording  # type: ignore[method-assign]
         for _ in ("cold", "warm"):
