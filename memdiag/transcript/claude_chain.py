@@ -150,6 +150,18 @@ def _blocks_of(ln: Line, kind: str) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
 
 
+def _ids(ln: Line, kind: str, key: str) -> set[Any] | None:
+    """The ids (``key``) of a line's ``kind`` blocks as the file gives them; None when one of
+    them is a list or an object (a damaged line: it names no call)."""
+    out = set()
+    for b in _blocks_of(ln, kind):
+        i = b.get(key)
+        if isinstance(i, (list, dict)):
+            return None
+        out.add(i)
+    return out
+
+
 def _beside(path: list[Line], rest: list[Line]) -> list[Line]:
     """The lines off the chain that are part of it: Claude Code writes one reply with parallel
     tool calls as one line per `tool_use` (sharing `message.id`) and each result as a line
@@ -160,15 +172,14 @@ def _beside(path: list[Line], rest: list[Line]) -> list[Line]:
     reply has another id, its results answer its own calls)."""
     replies = {mid for ln in path if ln.obj.get("type") == "assistant" and (mid := _message_id(ln))}
     parts = [ln for ln in rest if ln.obj.get("type") == "assistant" and _message_id(ln) in replies]
-    calls = {b.get("id") for ln in (*path, *parts) for b in _blocks_of(ln, "tool_use")}
-    answered = {b.get("tool_use_id") for ln in path for b in _blocks_of(ln, "tool_result")}
+    calls = set().union(*(_ids(ln, "tool_use", "id") or () for ln in (*path, *parts)))
+    answered = set().union(*(_ids(ln, "tool_result", "tool_use_id") or () for ln in path))
     results = []
     for ln in rest:
         if ln.obj.get("type") != "user":
             continue
-        blocks = _blocks_of(ln, "tool_result")
-        ids = {b.get("tool_use_id") for b in blocks}
-        if blocks and ids <= calls and not ids & answered:
+        ids = _ids(ln, "tool_result", "tool_use_id")
+        if ids and ids <= calls and not ids & answered:
             results.append(ln)
             answered |= ids
     return [*parts, *results]

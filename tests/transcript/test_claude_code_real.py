@@ -312,6 +312,23 @@ def test_only_a_reply_of_the_chain_and_results_of_its_calls_are_taken_back() -> 
     assert (off, missing) == (3, 0)
 
 
+def test_a_call_id_that_is_a_list_or_an_object_names_no_call() -> None:
+    """A damaged line whose `tool_use_id` (or `id`) is a list or an object is not a result of
+    the chain (it raised TypeError: unhashable, found by the long fuzz profile on the real
+    1.0.89 session); the lines of the chain are read as before."""
+    for bad in (["t2"], {"id": "t2"}):
+        lines = [
+            _line(1, "user", "u1", None, [{"type": "text", "text": "go"}]),
+            _line(2, "assistant", "a1", "u1", [{"type": "tool_use", "id": "t1"}], "m1"),
+            _line(3, "assistant", "a2", "a1", [{"type": "tool_use", "id": bad}], "m1"),
+            _line(4, "user", "r1", "a1", [{"type": "tool_result", "tool_use_id": "t1"}]),
+            _line(5, "user", "r2", "a2", [{"type": "tool_result", "tool_use_id": bad}]),
+            _line(6, "assistant", "a3", "r1", [{"type": "text", "text": "done"}], "m2"),
+        ]
+        path, _, _ = claude_chain.chain(lines)
+        assert [ln.uuid for ln in path] == ["u1", "a1", "a2", "r1", "a3"], bad
+
+
 def test_what_claude_code_sends_beside_the_conversation_is_counted(sessions: Path) -> None:
     """The skill body Claude Code loaded at line 102 (an `isMeta` line) and the /compact command
     lines after the summary (its caveat, the command, its output with the PreCompact hook's
