@@ -296,7 +296,7 @@ BATCHED_FACTS_ZH = ["我对花生过敏", "机票两千以内", "我住在北京
 @pytest.mark.parametrize("strategy", ["sliding_window", "summary", "scratchpad"])
 @pytest.mark.parametrize("path", [DEMO, ALLERGY, FIXTURES / "longterm.jsonl", DEMO_ZH])
 def test_many_facts_at_one_turn_are_each_diagnosed_as_alone(path, strategy, tmp_path, monkeypatch):
-    """The failures at one turn share one replay of its session (short_term._session_window):
+    """The failures at one turn share one replay of its session (short_term._tracked):
     each diagnosis is the one of its failure diagnosed alone, what-if included. (Lexical
     evidence: the dense ranker's scores are normalized over the messages the whole run
     embeds, which a run of facts at later turns makes more.)"""

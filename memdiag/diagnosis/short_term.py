@@ -29,9 +29,10 @@ def decide_short_term(
 ) -> tuple[Outcome, ShortTermDetails]:
     """Replay ``strategy`` to the failure turn: was the fact in the window, and if not, why?
 
-    ``batch``: the facts of the run's other failures at the same turn (see ``_session_window``).
+    ``batch``: the facts of the run's other failures at the same turn (see ``_tracked``).
     """
-    res, survival = _session_window(rctx, strategy, failure, batch)
+    # the failure turn's session alone (the evidence is in it: that replay gives the same window)
+    res, survival = _tracked(rctx, strategy, failure.fact, failure.at_turn, None, batch)
     last = res.turns[-1]
     base = ShortTermDetails(
         strategy, rctx.budget, last.tokens["total"], dict(last.tokens), survival.stated_at_turn
@@ -53,14 +54,6 @@ def decide_short_term(
         what_if=what_if_short_term(rctx, failure, batch) if what_if else None,
     )
     return Outcome(verdict, fixes_short_term(verdict, lost)), lost
-
-
-def _session_window(
-    rctx: ReplayContext, strategy: str, failure: Failure, batch: Sequence[str]
-) -> tuple[StrategyReplay, FactSurvival]:
-    """The replay of the failure turn's session (the evidence is in it: replaying that session
-    alone gives the same window), and the fact's survival in it (``_tracked``)."""
-    return _tracked(rctx, strategy, failure.fact, failure.at_turn, None, batch)
 
 
 def _tracked(
